@@ -1,0 +1,10 @@
+//! The PIMSim ISA as this project executes it (`shared/docs/isa.md`): typed instructions,
+//! the program formats (pimsim-nn / PIMCOMP-NN JSON, plain, gzip or directory; our
+//! assembly text), the crossbar export, and the functional multi-core interpreter with
+//! its network-on-chip.
+
+pub mod inst;
+pub mod program;
+
+pub use inst::{Inst, Opcode, Reg, Width};
+pub use program::{Arch, ArchHints, GroupSpec, Program};

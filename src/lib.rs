@@ -1,0 +1,5 @@
+//! pimdiff: the differential-testing harness for crossbar compilers.
+//!
+//! The CLI (`src/main.rs`) is a thin caller of this library.
+
+pub mod cli;
