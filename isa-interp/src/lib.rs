@@ -5,6 +5,8 @@
 
 pub mod inst;
 pub mod program;
+pub mod xbar;
 
 pub use inst::{Inst, Opcode, Reg, Width};
 pub use program::{Arch, ArchHints, GroupSpec, Program};
+pub use xbar::{ArrayGroup, CoreCrossbars, CrossbarExport};
