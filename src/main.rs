@@ -13,7 +13,26 @@ struct Cli {
 }
 
 #[derive(Subcommand)]
-enum Command {}
+enum Command {
+    /// Run a PIMSim program on the functional multi-core interpreter.
+    Run(cli::run::Args),
+    /// Assemble our assembly text into pimsim-nn JSON.
+    Asm(cli::asm::AsmArgs),
+    /// Disassemble a pimsim-nn / PIMCOMP-NN program into our assembly text.
+    Disasm(cli::asm::DisasmArgs),
+    /// Validate a case and compute its reference output.
+    Oracle(cli::oracle::Args),
+    /// Write a valid random case directory.
+    NewCase(cli::new_case::Args),
+    /// Compile a case with the in-repo channel-wise compiler into a bundle.
+    Compile(cli::compile::Args),
+    /// Recompile and rerun a saved case; compare with the oracle.
+    Repro(cli::repro::Args),
+    /// Replay every case directory given (a corpus) and summarize.
+    Replay(cli::replay::Args),
+    /// Generate random cases and hunt for miscompilations.
+    Hunt(cli::hunt::Args),
+}
 
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
@@ -23,7 +42,17 @@ fn main() -> ExitCode {
             return if e.use_stderr() { cli::exit(cli::EXIT_BAD_INPUT) } else { cli::exit(cli::EXIT_OK) };
         }
     };
-    let result: anyhow::Result<ExitCode> = match cli.command {};
+    let result: anyhow::Result<ExitCode> = match cli.command {
+        Command::Run(a) => cli::run::main(a),
+        Command::Asm(a) => cli::asm::asm_main(a),
+        Command::Disasm(a) => cli::asm::disasm_main(a),
+        Command::Oracle(a) => cli::oracle::main(a),
+        Command::NewCase(a) => cli::new_case::main(a),
+        Command::Compile(a) => cli::compile::main(a),
+        Command::Repro(a) => cli::repro::main(a),
+        Command::Replay(a) => cli::replay::main(a),
+        Command::Hunt(a) => cli::hunt::main(a),
+    };
     match result {
         Ok(code) => code,
         Err(e) => {

@@ -3,7 +3,10 @@
 //! assembly text), the crossbar export, and the functional multi-core interpreter with
 //! its network-on-chip.
 
+pub mod bundle;
+pub mod formats;
 pub mod inst;
+pub mod machine;
 pub mod program;
 pub mod xbar;
 

@@ -16,3 +16,12 @@ pub const EXIT_BAD_INPUT: u8 = 2;
 pub fn exit(code: u8) -> ExitCode {
     ExitCode::from(code)
 }
+
+pub mod asm;
+pub mod compile;
+pub mod hunt;
+pub mod new_case;
+pub mod oracle;
+pub mod replay;
+pub mod repro;
+pub mod run;

@@ -1,0 +1,1 @@
+//! The bundle a compiler writes: program, crossbar export and io manifest.

@@ -1,0 +1,1 @@
+//! The functional multi-core machine: cores, memories, crossbars, the NoC, scheduling.

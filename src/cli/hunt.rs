@@ -1,0 +1,10 @@
+//! `pimdiff hunt` (not implemented yet).
+
+use std::process::ExitCode;
+
+#[derive(clap::Args, Debug)]
+pub struct Args {}
+
+pub fn main(_args: Args) -> anyhow::Result<ExitCode> {
+    anyhow::bail!("`pimdiff hunt` is not implemented yet")
+}

@@ -1,0 +1,10 @@
+//! `pimdiff run` (not implemented yet).
+
+use std::process::ExitCode;
+
+#[derive(clap::Args, Debug)]
+pub struct Args {}
+
+pub fn main(_args: Args) -> anyhow::Result<ExitCode> {
+    anyhow::bail!("`pimdiff run` is not implemented yet")
+}
