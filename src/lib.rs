@@ -3,3 +3,4 @@
 //! The CLI (`src/main.rs`) is a thin caller of this library.
 
 pub mod cli;
+pub mod fuzz_targets;

@@ -1,0 +1,269 @@
+#!/usr/bin/env bash
+# The nightly miscompilation hunt: `pimdiff hunt` for a while, then every cargo-fuzz target for a
+# while, then every fuzz crash artifact of a lowering target turned into a minimized case
+# directory (`pimdiff from-fuzz`). Everything found lands in one directory with one summary.md.
+#
+# Usage: scripts/nightly.sh [--duration 10m] [--fuzz-duration 5m] [--out DIR] [--seed S]
+#                           [--shard i/n] [--corpus DIR] [--targets "t1 t2 ..."]
+#
+#   --duration       how long `pimdiff hunt` runs (s/m/h suffix; 0 skips the hunt)
+#   --fuzz-duration  how long EACH fuzz target runs (0 skips fuzzing)
+#   --out            where findings and summary.md go (default: nightly-out/<UTC date>-<seed>)
+#   --seed           hunt seed and libFuzzer seed base (default: the UTC date, YYYYMMDD)
+#   --shard i/n      this is shard i of n (0-based): the hunt runs its i-th share of the
+#                    seeds (pimdiff hunt --shard i/n) and this shard fuzzes the targets whose
+#                    index k (in --targets order) has k mod n == i
+#   --corpus         where each target's growing corpus lives (default: fuzz/corpus-nightly;
+#                    CI caches it); the committed seeds fuzz/corpus/<target> are read too
+#   --targets        the fuzz targets to consider (default: all five)
+#
+# Fuzzing needs a nightly toolchain and cargo-fuzz (`cargo install cargo-fuzz`); without them
+# the script says so and runs the hunt alone.
+#
+# Exit: 0 nothing found; 1 something found (see summary.md); 2 the script itself could not run
+# (bad flags, build failure, a tool that crashed without a finding).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+repo=$(pwd)
+
+duration=10m
+fuzz_duration=5m
+out=""
+seed=$(date -u +%Y%m%d)
+shard=0/1
+corpus_root="$repo/fuzz/corpus-nightly"
+targets="conv_lowering mvm_lowering interp parse_program parse_case"
+
+die() { echo "nightly: $*" >&2; exit 2; }
+
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --duration) duration=${2:?}; shift 2 ;;
+    --fuzz-duration) fuzz_duration=${2:?}; shift 2 ;;
+    --out) out=${2:?}; shift 2 ;;
+    --seed) seed=${2:?}; shift 2 ;;
+    --shard) shard=${2:?}; shift 2 ;;
+    --corpus) corpus_root=${2:?}; shift 2 ;;
+    --targets) targets=${2:?}; shift 2 ;;
+    -h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) die "unknown argument '$1' (see --help)" ;;
+  esac
+done
+
+# "90", "90s", "10m", "2h" -> seconds.
+to_seconds() {
+  case "$1" in
+    *h) echo $(( ${1%h} * 3600 )) ;;
+    *m) echo $(( ${1%m} * 60 )) ;;
+    *s) echo $(( ${1%s} )) ;;
+    *) echo $(( $1 )) ;;
+  esac
+}
+[[ "$duration" =~ ^[0-9]+[smh]?$ ]] || die "--duration '$duration' is not like 90s, 10m or 2h"
+[[ "$fuzz_duration" =~ ^[0-9]+[smh]?$ ]] || die "--fuzz-duration '$fuzz_duration' is not like 90s, 10m or 2h"
+[[ "$seed" =~ ^[0-9]+$ ]] || die "--seed '$seed' is not a non-negative integer"
+[[ "$shard" =~ ^[0-9]+/[0-9]+$ ]] || die "--shard '$shard' is not i/n"
+shard_i=${shard%/*}
+shard_n=${shard#*/}
+[ "$shard_n" -ge 1 ] && [ "$shard_i" -lt "$shard_n" ] || die "--shard '$shard' needs 0 <= i < n"
+hunt_secs=$(to_seconds "$duration")
+fuzz_secs=$(to_seconds "$fuzz_duration")
+
+[ -n "$out" ] || out="nightly-out/$(date -u +%Y%m%d-%H%M%S)-seed$seed-shard$shard_i"
+mkdir -p "$out" || die "cannot create '$out'"
+out=$(cd "$out" && pwd)
+logs="$out/logs"
+mkdir -p "$logs" "$out/findings"
+
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$repo/target}
+pimdiff="$CARGO_TARGET_DIR/release/pimdiff"
+
+echo "nightly: seed $seed, shard $shard_i/$shard_n, hunt ${hunt_secs}s, fuzz ${fuzz_secs}s per target, out $out"
+echo "== release build"
+cargo build --release --bin pimdiff >"$logs/build.log" 2>&1 || { tail -30 "$logs/build.log" >&2; die "release build failed (log: $logs/build.log)"; }
+
+hunt_status="skipped (--duration 0)"
+hunt_findings=0
+infra_errors=0
+
+# ---------------------------------------------------------------------------------------------
+# 1. The hunt.
+if [ "$hunt_secs" -gt 0 ]; then
+  echo "== pimdiff hunt (${hunt_secs}s)"
+  # Each shard hunts its own share of the seed space: `--shard` when the hunt has it, otherwise
+  # a seed of its own.
+  if "$pimdiff" hunt --help 2>/dev/null | grep -q -- '--shard'; then
+    shard_args=(--seed "$seed" --shard "$shard_i/$shard_n")
+  else
+    shard_args=(--seed "$((seed + shard_i * 1000003))")
+  fi
+  "$pimdiff" hunt "${shard_args[@]}" --duration "${hunt_secs}s" \
+    --out "$out/hunt" --quiet >"$logs/hunt.log" 2>&1
+  rc=$?
+  case $rc in
+    0) hunt_status="nothing found" ;;
+    1) hunt_status="FINDINGS" ;;
+    *) hunt_status="error (exit $rc, see logs/hunt.log)"; infra_errors=$((infra_errors + 1)) ;;
+  esac
+  # Every finding the hunt saved is a directory holding a case.json.
+  if [ -d "$out/hunt" ]; then
+    hunt_findings=$(find "$out/hunt" -name case.json | wc -l)
+  fi
+  if [ "$rc" = 1 ] && [ "$hunt_findings" = 0 ]; then hunt_findings=1; fi
+  echo "   $hunt_status ($hunt_findings finding directories)"
+fi
+
+# ---------------------------------------------------------------------------------------------
+# 2. The fuzz targets (this shard's share).
+fuzz_status="skipped (--fuzz-duration 0)"
+declare -a fuzz_rows=()
+declare -a converted=()
+declare -a unconverted=()
+k=0
+mine=""
+for t in $targets; do
+  if [ $(( k % shard_n )) = "$shard_i" ]; then mine="$mine $t"; fi
+  k=$((k + 1))
+done
+
+if [ "$fuzz_secs" -gt 0 ]; then
+  if ! cargo +nightly --version >/dev/null 2>&1; then
+    fuzz_status="skipped: no nightly toolchain (rustup toolchain install nightly)"
+  elif ! cargo +nightly fuzz --version >/dev/null 2>&1; then
+    fuzz_status="skipped: cargo-fuzz is not installed (cargo install cargo-fuzz)"
+  elif [ -z "$mine" ]; then
+    fuzz_status="skipped: no target falls to shard $shard_i/$shard_n"
+  else
+    fuzz_status="ran:$mine"
+    echo "== cargo fuzz build"
+    # cargo-fuzz keeps its own target dir (fuzz/target); our CARGO_TARGET_DIR is for stable.
+    (cd fuzz && env -u CARGO_TARGET_DIR cargo +nightly fuzz build -O) >"$logs/fuzz-build.log" 2>&1 \
+      || { tail -30 "$logs/fuzz-build.log" >&2; die "cargo fuzz build failed (log: $logs/fuzz-build.log)"; }
+  fi
+fi
+
+if [[ "$fuzz_status" == ran:* ]]; then
+  idx=0
+  for t in $mine; do
+    idx=$((idx + 1))
+    case $t in
+      parse_program|interp) dict="-dict=$repo/fuzz/dicts/program.dict" ;;
+      parse_case) dict="-dict=$repo/fuzz/dicts/case.dict" ;;
+      *) dict="" ;;
+    esac
+    work="$corpus_root/$t"
+    arts="$out/fuzz/$t/artifacts"
+    mkdir -p "$work" "$arts"
+    echo "== cargo fuzz run $t (${fuzz_secs}s)"
+    # libFuzzer stops at the first crash; restart it on the remaining time (a crash already
+    # saved is in $arts) so one shallow bug does not end the night. At most 5 restarts.
+    start=$(date +%s)
+    runs=0
+    execs=0
+    while :; do
+      left=$(( fuzz_secs - ($(date +%s) - start) ))
+      [ "$left" -gt 0 ] && [ "$runs" -lt 6 ] || break
+      log="$logs/fuzz-$t-$runs.log"
+      (cd fuzz && env -u CARGO_TARGET_DIR cargo +nightly fuzz run -O "$t" "$work" "$repo/fuzz/corpus/$t" -- \
+        -max_total_time="$left" -seed="$((seed * 10 + idx + runs * 7919))" -timeout=10 -rss_limit_mb=2048 \
+        -artifact_prefix="$arts/" -print_final_stats=1 $dict) >"$log" 2>&1
+      rc=$?
+      runs=$((runs + 1))
+      n=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
+      execs=$(( execs + ${n:-0} ))
+      [ "$rc" = 0 ] && break
+      if ! ls "$arts" | grep -q .; then
+        echo "   libFuzzer exited $rc without an artifact (see $log)"
+        infra_errors=$((infra_errors + 1))
+        break
+      fi
+    done
+    elapsed=$(( $(date +%s) - start ))
+    [ "$elapsed" -gt 0 ] || elapsed=1
+    corp=$(ls "$work" | wc -l)
+    cov=$(grep -o 'cov: [0-9]*' "$logs/fuzz-$t-$((runs - 1)).log" 2>/dev/null | tail -1 | sed 's/cov: //')
+    crashes=$(ls "$arts" | grep -c '^crash-' || true)
+    others=$(ls "$arts" | grep -v -c '^crash-' || true)
+    fuzz_rows+=("| $t | ${elapsed}s | $execs | $(( execs / elapsed )) | $corp | ${cov:-?} | $crashes | $others |")
+    echo "   $execs execs, $(( execs / elapsed )) exec/s, corpus $corp, crashes $crashes, timeouts/ooms $others"
+
+    # 3. Every artifact of a lowering target becomes a minimized case directory.
+    for a in "$arts"/*; do
+      [ -f "$a" ] || continue
+      name=$(basename "$a")
+      if [ "$t" = conv_lowering ] || [ "$t" = mvm_lowering ]; then
+        dest="$out/findings/fuzz-$t-$name"
+        "$pimdiff" from-fuzz "$a" --target "$t" "$dest" --minimize-time 10s >"$logs/from-fuzz-$t-$name.log" 2>&1
+        case $? in
+          1) converted+=("- \`findings/fuzz-$t-$name\` (from \`fuzz/$t/artifacts/$name\`): $(grep -m1 -i 'signature' "$dest/report.md" 2>/dev/null | sed 's/^[#* -]*//' || true)") ;;
+          0) unconverted+=("- \`fuzz/$t/artifacts/$name\`: does not reproduce as a finding outside libFuzzer (likely a timeout or out-of-memory input; see \`logs/from-fuzz-$t-$name.log\`)") ;;
+          *) unconverted+=("- \`fuzz/$t/artifacts/$name\`: from-fuzz failed (see \`logs/from-fuzz-$t-$name.log\`)") ;;
+        esac
+      else
+        # interp / parse_* crashes are panics in our own readers or interpreter: the artifact
+        # itself is the reproduction (cargo +nightly fuzz run $t ARTIFACT).
+        msg=$(grep -h -m1 -A1 "panicked at" "$logs"/fuzz-"$t"-*.log 2>/dev/null | tr '\n' ' ' | cut -c1-200)
+        unconverted+=("- \`fuzz/$t/artifacts/$name\`: reproduce with \`cargo +nightly fuzz run $t <artifact>\`. ${msg}")
+      fi
+    done
+  done
+fi
+
+# ---------------------------------------------------------------------------------------------
+# 4. One summary.
+fuzz_artifacts=$(( ${#converted[@]} + ${#unconverted[@]} ))
+{
+  echo "# Nightly hunt, $(date -u +%Y-%m-%d) (seed $seed, shard $shard_i/$shard_n)"
+  echo
+  echo "- commit: \`$(git rev-parse --short HEAD 2>/dev/null || echo unknown)\`"
+  echo "- hunt: ${hunt_secs}s, $hunt_status; $hunt_findings finding directories under \`hunt/\`"
+  echo "- fuzzing: ${fuzz_secs}s per target, $fuzz_status"
+  echo
+  echo "## Hunt findings"
+  echo
+  if [ "$hunt_findings" -gt 0 ] && [ -d "$out/hunt" ]; then
+    find "$out/hunt" -name case.json | sort | while read -r c; do
+      d=$(dirname "$c")
+      echo "- \`${d#"$out"/}\` — reproduce: \`pimdiff repro ${d#"$out"/}\`"
+    done
+  else
+    echo "None."
+  fi
+  echo
+  echo "## Fuzz targets"
+  echo
+  if [ ${#fuzz_rows[@]} -gt 0 ]; then
+    echo "| target | time | execs | exec/s | corpus | cov | crashes | timeouts/ooms |"
+    echo "|---|---|---|---|---|---|---|---|"
+    printf '%s\n' "${fuzz_rows[@]}"
+  else
+    echo "Not run: $fuzz_status."
+  fi
+  echo
+  echo "## Converted fuzz findings"
+  echo
+  if [ ${#converted[@]} -gt 0 ]; then
+    printf '%s\n' "${converted[@]}"
+    echo
+    echo "Each is a case directory: \`pimdiff repro findings/<name>\`."
+  else
+    echo "None."
+  fi
+  if [ ${#unconverted[@]} -gt 0 ]; then
+    echo
+    echo "## Other fuzz artifacts"
+    echo
+    printf '%s\n' "${unconverted[@]}"
+  fi
+} >"$out/summary.md"
+
+echo "== summary: $out/summary.md"
+cat "$out/summary.md"
+
+if [ "$hunt_findings" -gt 0 ] || [ "$fuzz_artifacts" -gt 0 ]; then
+  exit 1
+fi
+if [ "$infra_errors" -gt 0 ]; then
+  exit 2
+fi
+exit 0
