@@ -71,3 +71,47 @@ impl Arch {
     pub const DEFAULT_LOCAL_MEMORY_BYTES: u32 = 1 << 20;
     pub const DEFAULT_FRAC_BITS: u32 = 0;
 }
+
+impl Arch {
+    /// The fully resolved architecture for a program of `cores` cores: each parameter comes
+    /// from `overrides` (the CLI flags, which win because the user asked for them explicitly),
+    /// else from what the program file stated (`hints`), else from the documented default.
+    /// The mesh defaults to the most square grid that holds every core (`cols = ceil(sqrt(cores))`).
+    ///
+    /// The result is not validated here (a zero-sized array, a mesh too small for the cores);
+    /// [`crate::machine::Machine::new`] rejects those with a typed `SetupError`.
+    pub fn resolve(hints: &ArchHints, cores: u32, overrides: &ArchHints) -> Arch {
+        let pick = |o: Option<u32>, h: Option<u32>, d: u32| o.or(h).unwrap_or(d);
+        let [mesh_rows, mesh_cols] = overrides.mesh.or(hints.mesh).unwrap_or_else(|| Arch::default_mesh(cores));
+        Arch {
+            cores,
+            arrays_per_core: pick(overrides.arrays_per_core, hints.arrays_per_core, Self::DEFAULT_ARRAYS_PER_CORE),
+            array_rows: pick(overrides.array_rows, hints.array_rows, Self::DEFAULT_ARRAY_ROWS),
+            array_cols: pick(overrides.array_cols, hints.array_cols, Self::DEFAULT_ARRAY_COLS),
+            local_memory_bytes: pick(
+                overrides.local_memory_bytes,
+                hints.local_memory_bytes,
+                Self::DEFAULT_LOCAL_MEMORY_BYTES,
+            ),
+            mesh_rows,
+            mesh_cols,
+            frac_bits: pick(overrides.frac_bits, hints.frac_bits, Self::DEFAULT_FRAC_BITS),
+        }
+    }
+
+    /// The most square `[rows, cols]` mesh holding `cores` cores (at least 1 × 1).
+    pub fn default_mesh(cores: u32) -> [u32; 2] {
+        let cores = cores.max(1);
+        let mut cols = (cores as f64).sqrt().ceil() as u32;
+        while cols.saturating_mul(cols) < cores {
+            cols += 1;
+        }
+        let rows = cores.div_ceil(cols);
+        [rows, cols]
+    }
+
+    /// The default architecture for `cores` cores (no hints, no overrides).
+    pub fn with_defaults(cores: u32) -> Arch {
+        Arch::resolve(&ArchHints::default(), cores, &ArchHints::default())
+    }
+}
