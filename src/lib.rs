@@ -4,3 +4,5 @@
 
 pub mod cli;
 pub mod fuzz_targets;
+pub mod corpus;
+pub mod hunt;
