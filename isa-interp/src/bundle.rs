@@ -1,1 +1,387 @@
 //! The bundle a compiler writes: program, crossbar export and io manifest.
+//!
+//! A bundle directory holds
+//!
+//! ```text
+//! config.json, core_<i>.json   the program, pimsim-nn's directory form
+//! xbars/core_<i>.{npy,json}    the crossbar export (isa.md "The crossbar export")
+//! io.json                      the io manifest: where input, output and constants live in GMem
+//! <constant files>             raw little-endian bytes of each constant segment (e.g. bias.bin)
+//! ```
+//!
+//! Bundles come from external compilers too, so [`Bundle::read_dir`] trusts nothing: every
+//! file is size-bounded before it is read, constant file names must be plain names inside the
+//! bundle, and every tensor slot and segment must lie inside the 4 GiB global memory. Errors
+//! name the file at fault.
+//!
+//! The manifest also converts between the case's *logical* tensors (NCHW / `[N, features]`)
+//! and the bytes the program expects in GMem ([`IoManifest::encode_input`],
+//! [`IoManifest::decode_output`]), so the harness never needs to know a compiler's layout.
+
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use ndarray::{ArrayD, IxDyn};
+use serde::{Deserialize, Serialize};
+
+use crate::program::Program;
+use crate::xbar::CrossbarExport;
+
+/// Everything a compiler hands to the harness.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Bundle {
+    pub program: Program,
+    pub xbars: CrossbarExport,
+    pub manifest: IoManifest,
+}
+
+/// Where the tensors live in global memory (`io.json`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IoManifest {
+    /// Placed in GMem by the harness before the run.
+    pub input: TensorSlot,
+    /// Read back from GMem after the run.
+    pub output: TensorSlot,
+    /// Data the harness loads into GMem before the run (e.g. the bias vector).
+    #[serde(default)]
+    pub constants: Vec<ConstSegment>,
+}
+
+/// One tensor in global memory.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TensorSlot {
+    /// GMem byte address of the first element.
+    pub addr: u32,
+    /// The logical shape: `[N, C, H, W]` for a feature map, `[N, features]` for an MVM.
+    pub shape: Vec<usize>,
+    /// The memory order of the elements.
+    pub layout: Layout,
+    pub dtype: Dtype,
+}
+
+/// Memory order of a tensor slot. The logical shape is always NCHW (or `[N, C]`); the
+/// layout only says how its elements are laid out, densely, in GMem.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Layout {
+    /// `[N, C, H, W]` in that order.
+    Nchw,
+    /// `[N, H, W, C]`: a pixel's channels are contiguous.
+    Nhwc,
+    /// A 2-D `[N, C]` tensor, row-major.
+    Nc,
+}
+
+/// Element type of a tensor slot; little-endian two's complement.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Dtype {
+    Int8,
+    Int32,
+}
+
+impl Dtype {
+    pub fn bytes(self) -> usize {
+        match self {
+            Dtype::Int8 => 1,
+            Dtype::Int32 => 4,
+        }
+    }
+}
+
+/// A constant segment: `data` is loaded at `addr` before the run. In the bundle directory
+/// the bytes live in `file` (a plain file name inside the bundle); `io.json` does not carry them.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConstSegment {
+    pub name: String,
+    pub addr: u32,
+    pub file: String,
+    #[serde(skip)]
+    pub data: Vec<u8>,
+}
+
+/// The largest file a bundle reader accepts for `io.json` (1 MiB).
+pub const MAX_MANIFEST_BYTES: u64 = 1 << 20;
+/// The largest constant segment a bundle may carry (256 MiB).
+pub const MAX_CONSTANT_BYTES: u64 = 1 << 28;
+/// The largest tensor slot (elements) a manifest may declare: 2^26, beyond every case limit.
+pub const MAX_SLOT_ELEMENTS: usize = 1 << 26;
+
+/// A bundle could not be written or read, or a tensor does not fit its slot.
+#[derive(Debug, thiserror::Error)]
+pub enum BundleError {
+    #[error("{}: {source}", path.display())]
+    Io { path: PathBuf, source: io::Error },
+    #[error("{}: invalid JSON: {source}", path.display())]
+    Json { path: PathBuf, source: serde_json::Error },
+    #[error("{}: {problem}", path.display())]
+    Manifest { path: PathBuf, problem: ManifestProblem },
+    #[error("{}: {message}", path.display())]
+    Program { path: PathBuf, message: String },
+    #[error("{}: {message}", path.display())]
+    Crossbars { path: PathBuf, message: String },
+    /// A manifest used outside a directory (encode/decode) is inconsistent.
+    #[error("io manifest: {0}")]
+    Slot(ManifestProblem),
+}
+
+/// What is wrong with a manifest, or with a tensor against its slot.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ManifestProblem {
+    #[error("constant {name:?}: file name {file:?} must be a plain file name inside the bundle")]
+    ConstantFileName { name: String, file: String },
+    #[error("constant {name:?}: file {file:?} has {found} bytes, more than the limit of {limit}")]
+    ConstantTooLarge { name: String, file: String, found: u64, limit: u64 },
+    #[error("{what}: layout {layout:?} needs a {expected}-dimensional shape, found {found:?}")]
+    LayoutRank { what: String, layout: Layout, expected: usize, found: Vec<usize> },
+    #[error("{what}: shape {shape:?} has more than {limit} elements")]
+    SlotTooLarge { what: String, shape: Vec<usize>, limit: usize },
+    #[error("{what}: {len} bytes at address {addr} run past the end of global memory (2^32)")]
+    OutOfGlobalMemory { what: String, addr: u32, len: u64 },
+    #[error("{what}: slot dtype is {slot:?}, but the tensor is {tensor:?}")]
+    Dtype { what: String, slot: Dtype, tensor: Dtype },
+    #[error("{what}: tensor shape {found:?} differs from the slot's {expected:?}")]
+    Shape { what: String, expected: Vec<usize>, found: Vec<usize> },
+    #[error("{what}: {found} bytes given, the slot holds {expected}")]
+    Length { what: String, expected: usize, found: usize },
+    #[error("value {value} of the int32 tensor does not fit the int8 slot {what}")]
+    Narrowing { what: String, value: i32 },
+}
+
+impl TensorSlot {
+    /// Number of elements of the logical shape.
+    pub fn elements(&self) -> usize {
+        self.shape.iter().product()
+    }
+
+    /// Bytes the slot occupies in GMem.
+    pub fn byte_len(&self) -> usize {
+        self.elements() * self.dtype.bytes()
+    }
+
+    /// Check rank against layout, size against [`MAX_SLOT_ELEMENTS`] and the range against
+    /// the 4 GiB global memory. `what` names the slot in errors.
+    pub fn check(&self, what: &str) -> Result<(), ManifestProblem> {
+        let expected = match self.layout {
+            Layout::Nchw | Layout::Nhwc => 4,
+            Layout::Nc => 2,
+        };
+        if self.shape.len() != expected {
+            return Err(ManifestProblem::LayoutRank {
+                what: what.to_string(),
+                layout: self.layout,
+                expected,
+                found: self.shape.clone(),
+            });
+        }
+        let elements = self
+            .shape
+            .iter()
+            .try_fold(1usize, |acc, &d| acc.checked_mul(d))
+            .filter(|&e| e <= MAX_SLOT_ELEMENTS);
+        let Some(elements) = elements else {
+            return Err(ManifestProblem::SlotTooLarge {
+                what: what.to_string(),
+                shape: self.shape.clone(),
+                limit: MAX_SLOT_ELEMENTS,
+            });
+        };
+        check_range(what, self.addr, (elements * self.dtype.bytes()) as u64)
+    }
+
+    /// The element offset (in memory order) of every logical index, in logical
+    /// (row-major) order. Assumes [`TensorSlot::check`] passed.
+    fn memory_order(&self) -> Vec<usize> {
+        let s = &self.shape;
+        match self.layout {
+            Layout::Nchw | Layout::Nc => (0..self.elements()).collect(),
+            Layout::Nhwc => {
+                let (n, c, h, w) = (s[0], s[1], s[2], s[3]);
+                let mut out = Vec::with_capacity(self.elements());
+                for ni in 0..n {
+                    for ci in 0..c {
+                        for hi in 0..h {
+                            for wi in 0..w {
+                                out.push(((ni * h + hi) * w + wi) * c + ci);
+                            }
+                        }
+                    }
+                }
+                out
+            }
+        }
+    }
+
+    /// The GMem bytes of a logical int32 tensor (narrowed to int8 if the slot says so).
+    pub fn encode(&self, what: &str, values: &ArrayD<i32>) -> Result<Vec<u8>, ManifestProblem> {
+        self.check(what)?;
+        if values.shape() != self.shape.as_slice() {
+            return Err(ManifestProblem::Shape {
+                what: what.to_string(),
+                expected: self.shape.clone(),
+                found: values.shape().to_vec(),
+            });
+        }
+        let width = self.dtype.bytes();
+        let mut bytes = vec![0u8; self.byte_len()];
+        for (&v, pos) in values.iter().zip(self.memory_order()) {
+            let at = pos * width;
+            match self.dtype {
+                Dtype::Int8 => {
+                    let b = i8::try_from(v)
+                        .map_err(|_| ManifestProblem::Narrowing { what: what.to_string(), value: v })?;
+                    bytes[at] = b as u8;
+                }
+                Dtype::Int32 => bytes[at..at + 4].copy_from_slice(&v.to_le_bytes()),
+            }
+        }
+        Ok(bytes)
+    }
+
+    /// The logical tensor (int8 values sign-extended) of the slot's GMem bytes.
+    pub fn decode(&self, what: &str, bytes: &[u8]) -> Result<ArrayD<i32>, ManifestProblem> {
+        self.check(what)?;
+        if bytes.len() != self.byte_len() {
+            return Err(ManifestProblem::Length {
+                what: what.to_string(),
+                expected: self.byte_len(),
+                found: bytes.len(),
+            });
+        }
+        let width = self.dtype.bytes();
+        let values: Vec<i32> = self
+            .memory_order()
+            .into_iter()
+            .map(|pos| {
+                let at = pos * width;
+                match self.dtype {
+                    Dtype::Int8 => bytes[at] as i8 as i32,
+                    Dtype::Int32 => i32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]]),
+                }
+            })
+            .collect();
+        ArrayD::from_shape_vec(IxDyn(&self.shape), values).map_err(|_| ManifestProblem::Length {
+            what: what.to_string(),
+            expected: self.elements(),
+            found: bytes.len() / width,
+        })
+    }
+}
+
+fn check_range(what: &str, addr: u32, len: u64) -> Result<(), ManifestProblem> {
+    if addr as u64 + len > 1u64 << 32 {
+        return Err(ManifestProblem::OutOfGlobalMemory { what: what.to_string(), addr, len });
+    }
+    Ok(())
+}
+
+impl IoManifest {
+    /// Check both slots and every constant's range and file name.
+    pub fn check(&self) -> Result<(), ManifestProblem> {
+        self.input.check("input")?;
+        self.output.check("output")?;
+        for c in &self.constants {
+            check_file_name(c)?;
+            check_range(&format!("constant {:?}", c.name), c.addr, c.data.len() as u64)?;
+        }
+        Ok(())
+    }
+
+    /// The bytes to write at `input.addr`: the case's logical int8 input in the slot's
+    /// layout and dtype.
+    pub fn encode_input(&self, input: &ArrayD<i8>) -> Result<Vec<u8>, BundleError> {
+        if self.input.shape.as_slice() != input.shape() {
+            return Err(BundleError::Slot(ManifestProblem::Shape {
+                what: "input".into(),
+                expected: self.input.shape.clone(),
+                found: input.shape().to_vec(),
+            }));
+        }
+        self.input.encode("input", &input.mapv(i32::from)).map_err(BundleError::Slot)
+    }
+
+    /// The logical output tensor (NCHW / `[N, features]`) from the `output.byte_len()`
+    /// bytes read at `output.addr`.
+    pub fn decode_output(&self, bytes: &[u8]) -> Result<ArrayD<i32>, BundleError> {
+        self.output.decode("output", bytes).map_err(BundleError::Slot)
+    }
+}
+
+fn check_file_name(c: &ConstSegment) -> Result<(), ManifestProblem> {
+    let f = &c.file;
+    let plain = !f.is_empty()
+        && f != "."
+        && f != ".."
+        && !f.contains(['/', '\\', '\0'])
+        && !f.contains(':')
+        && !matches!(f.as_str(), "io.json" | "config.json")
+        && !f.starts_with("core_");
+    if plain {
+        Ok(())
+    } else {
+        Err(ManifestProblem::ConstantFileName { name: c.name.clone(), file: f.clone() })
+    }
+}
+
+/// Read a whole file, refusing one larger than `limit` bytes before reading it.
+pub(crate) fn read_bounded(path: &Path, limit: u64) -> Result<Vec<u8>, BundleError> {
+    let io_err = |source| BundleError::Io { path: path.to_path_buf(), source };
+    let meta = fs::metadata(path).map_err(io_err)?;
+    if !meta.is_file() {
+        return Err(io_err(io::Error::new(io::ErrorKind::InvalidInput, "not a regular file")));
+    }
+    if meta.len() > limit {
+        return Err(io_err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("file has {} bytes, more than the limit of {limit}", meta.len()),
+        )));
+    }
+    fs::read(path).map_err(io_err)
+}
+
+impl IoManifest {
+    /// Write `io.json` and one file per constant segment into `dir`.
+    pub fn write_dir(&self, dir: &Path) -> Result<(), BundleError> {
+        let path = dir.join("io.json");
+        self.check().map_err(|problem| BundleError::Manifest { path: path.clone(), problem })?;
+        let text = serde_json::to_string_pretty(self)
+            .map_err(|source| BundleError::Json { path: path.clone(), source })?;
+        fs::write(&path, text + "\n").map_err(|source| BundleError::Io { path, source })?;
+        for c in &self.constants {
+            let p = dir.join(&c.file);
+            fs::write(&p, &c.data).map_err(|source| BundleError::Io { path: p, source })?;
+        }
+        Ok(())
+    }
+
+    /// Read `io.json` and its constant files from `dir`, checking everything.
+    pub fn read_dir(dir: &Path) -> Result<IoManifest, BundleError> {
+        let path = dir.join("io.json");
+        let bytes = read_bounded(&path, MAX_MANIFEST_BYTES)?;
+        let mut manifest: IoManifest = serde_json::from_slice(&bytes)
+            .map_err(|source| BundleError::Json { path: path.clone(), source })?;
+        let bad = |problem| BundleError::Manifest { path: path.clone(), problem };
+        manifest.input.check("input").map_err(bad)?;
+        manifest.output.check("output").map_err(bad)?;
+        for c in &mut manifest.constants {
+            check_file_name(c).map_err(bad)?;
+            let p = dir.join(&c.file);
+            let len = fs::metadata(&p).map_err(|source| BundleError::Io { path: p.clone(), source })?.len();
+            if len > MAX_CONSTANT_BYTES {
+                return Err(bad(ManifestProblem::ConstantTooLarge {
+                    name: c.name.clone(),
+                    file: c.file.clone(),
+                    found: len,
+                    limit: MAX_CONSTANT_BYTES,
+                }));
+            }
+            c.data = read_bounded(&p, MAX_CONSTANT_BYTES)?;
+            check_range(&format!("constant {:?}", c.name), c.addr, c.data.len() as u64).map_err(bad)?;
+        }
+        Ok(manifest)
+    }
+}

@@ -1,0 +1,388 @@
+//! Stage 4, bufferization: global-memory layout (the io manifest), output-pixel chunks,
+//! and every core's local-memory map, checked against `local_memory_bytes`.
+//!
+//! Global memory: the int8 input in NHWC at 0 (a pixel's channels contiguous, so a
+//! crossbar's input vector is a plain address), the int32 output in NHWC after it, the int32
+//! bias vector (a constant segment) after that, each 64-byte aligned.
+//!
+//! Output pixels are processed in *chunks*, the same for every core: as many whole images as
+//! fit, else as many output rows of one image, else as many pixels of one output row; one
+//! pixel is the minimal chunk. For a chunk a core holds the *input window* (the bounding box
+//! of the input pixels the chunk reads, all channels, NHWC; with padding skipping clipped to
+//! the real input, without it including the zero padding), one int32 accumulator per class it
+//! computes (`[pixels][width]`), one scratch buffer for further crossbars' products, one
+//! receive buffer when it owns a class others contribute to, and the bias of the classes it
+//! owns.
+
+use std::fmt::Write as _;
+
+use pimdiff_isa::bundle::{ConstSegment, Dtype, IoManifest, Layout, TensorSlot};
+use pimdiff_oracle::Case;
+
+use crate::mapping::Mapping;
+use crate::tiling::{Problem, Spatial};
+use crate::{CompileError, Unsupported};
+
+/// The granularity of a chunk.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ChunkKind {
+    /// `m` whole images.
+    Images(usize),
+    /// `t` output rows of one image.
+    Rows(usize),
+    /// `u` pixels of one output row.
+    Pixels(usize),
+}
+
+/// A box of output pixels: images `n0..n1`, rows `oh0..oh1`, columns `ow0..ow1`; its
+/// pixels are consecutive in raster order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Chunk {
+    pub n0: usize,
+    pub n1: usize,
+    pub oh0: usize,
+    pub oh1: usize,
+    pub ow0: usize,
+    pub ow1: usize,
+}
+
+impl Chunk {
+    pub fn pixels(&self) -> usize {
+        (self.n1 - self.n0) * (self.oh1 - self.oh0) * (self.ow1 - self.ow0)
+    }
+
+    /// Raster index of the first pixel over the whole output.
+    pub fn first_pixel(&self, p: &Problem) -> usize {
+        (self.n0 * p.oh + self.oh0) * p.ow + self.ow0
+    }
+}
+
+/// The input window of a chunk in padded coordinates: images `n0..n1`, rows
+/// `r0..r0+rows`, columns `c0..c0+cols`, all channels.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Window {
+    pub r0: i64,
+    pub rows: usize,
+    pub c0: i64,
+    pub cols: usize,
+}
+
+/// Row (or column) span read by `count` consecutive outputs: `(count-1)·stride +
+/// (k-1)·dilation + 1`.
+fn span(count: usize, stride: usize, k: usize, dilation: usize) -> usize {
+    (count - 1) * stride + (k - 1) * dilation + 1
+}
+
+/// The window of `chunk`; `clip` limits it to the real input (padding skipping).
+pub fn window(p: &Problem, chunk: &Chunk, clip: bool) -> Window {
+    let mut r0 = p.in_row(chunk.oh0, 0);
+    let mut r1 = r0 + span(chunk.oh1 - chunk.oh0, p.sh, p.kh, p.dh) as i64;
+    let mut c0 = p.in_col(chunk.ow0, 0);
+    let mut c1 = c0 + span(chunk.ow1 - chunk.ow0, p.sw, p.kw, p.dw) as i64;
+    if clip {
+        r0 = r0.max(0);
+        r1 = r1.min(p.h as i64);
+        c0 = c0.max(0);
+        c1 = c1.min(p.w as i64);
+    }
+    Window { r0, rows: (r1 - r0).max(0) as usize, c0, cols: (c1 - c0).max(0) as usize }
+}
+
+/// An upper bound of the window bytes of every chunk of `kind`.
+fn window_bound(p: &Problem, kind: ChunkKind, clip: bool) -> u64 {
+    let (m, t, u) = match kind {
+        ChunkKind::Images(m) => (m, p.oh, p.ow),
+        ChunkKind::Rows(t) => (1, t, p.ow),
+        ChunkKind::Pixels(u) => (1, 1, u),
+    };
+    let mut rows = span(t, p.sh, p.kh, p.dh);
+    let mut cols = span(u, p.sw, p.kw, p.dw);
+    if clip {
+        rows = rows.min(p.h);
+        cols = cols.min(p.w);
+    }
+    m as u64 * rows as u64 * cols as u64 * p.c as u64
+}
+
+fn kind_pixels(p: &Problem, kind: ChunkKind) -> usize {
+    match kind {
+        ChunkKind::Images(m) => m * p.oh * p.ow,
+        ChunkKind::Rows(t) => t * p.ow,
+        ChunkKind::Pixels(u) => u,
+    }
+}
+
+/// What one core holds, independent of the chunk size.
+#[derive(Clone, Debug, Default)]
+pub struct CoreNeeds {
+    /// The core runs at least one crossbar, so it loads input windows.
+    pub window: bool,
+    /// Classes the core computes or owns, ascending, with their widths.
+    pub classes: Vec<(usize, usize)>,
+    /// Widest class that has two or more crossbars here (needs the scratch buffer), or 0.
+    pub scratch_width: usize,
+    /// Widest owned class with contributors (needs the receive buffer), or 0.
+    pub recv_width: usize,
+    /// Owned classes that add a bias, with their widths.
+    pub bias: Vec<(usize, usize)>,
+}
+
+impl CoreNeeds {
+    fn bytes(&self, window: u64, pixels: usize) -> u64 {
+        let px = pixels as u64;
+        let per_px: u64 = self.classes.iter().map(|&(_, w)| align4(w as u64 * 4)).sum::<u64>()
+            + self.scratch_width as u64 * 4
+            + self.recv_width as u64 * 4;
+        let bias: u64 = self.bias.iter().map(|&(_, w)| w as u64 * 4).sum();
+        let win = if self.window { align4(window) } else { 0 };
+        bias + win + px * per_px
+    }
+}
+
+fn align4(x: u64) -> u64 {
+    x.div_ceil(4) * 4
+}
+
+fn align64(x: u64) -> u64 {
+    x.div_ceil(64) * 64
+}
+
+/// One core's local-memory map (byte addresses).
+#[derive(Clone, Debug, Default)]
+pub struct CoreBuffers {
+    pub window: u32,
+    pub window_bytes: u32,
+    /// `(class, address)` of each accumulator, `[max pixels][width]` int32.
+    pub acc: Vec<(usize, u32)>,
+    pub scratch: u32,
+    pub recv: u32,
+    /// `(class, address)` of each owned class's bias vector.
+    pub bias: Vec<(usize, u32)>,
+    /// Bytes used in total.
+    pub used: u32,
+}
+
+impl CoreBuffers {
+    pub fn acc_of(&self, class: usize) -> u32 {
+        self.acc.iter().find(|&&(c, _)| c == class).map_or(0, |&(_, a)| a)
+    }
+    pub fn bias_of(&self, class: usize) -> u32 {
+        self.bias.iter().find(|&&(c, _)| c == class).map_or(0, |&(_, a)| a)
+    }
+}
+
+/// The whole bufferization.
+#[derive(Clone, Debug)]
+pub struct Buffers {
+    pub kind: ChunkKind,
+    /// Pixels of the largest chunk.
+    pub max_pixels: usize,
+    pub chunks: Vec<Chunk>,
+    pub needs: Vec<CoreNeeds>,
+    pub cores: Vec<CoreBuffers>,
+    pub manifest: IoManifest,
+    /// GMem address of the bias segment (meaningful when the op has a bias).
+    pub bias_addr: u32,
+}
+
+/// An upper bound of the instructions a program may have before compiling it is refused
+/// (32 Mi, about 640 MiB of instructions), so that a legal but enormous case is declined
+/// instead of exhausting memory.
+pub const MAX_INSTRUCTIONS: u64 = 1 << 25;
+
+/// Bufferize: choose the chunking, lay out every core's local memory and the global memory.
+pub fn bufferize(case: &Case, spatial: &Spatial, mapping: &Mapping, clip: bool) -> Result<Buffers, CompileError> {
+    let p = &spatial.problem;
+    let lmem = case.spec.arch.local_memory_bytes as u64;
+
+    // A lower bound of the instruction count: every kept crossbar's mvmul for every pixel
+    // (minus nothing: padding skipping only removes a border), with its address set-up.
+    let mvmuls = mapping.placements.len() as u64 * p.pixels() as u64;
+    let estimate = mvmuls.saturating_mul(2);
+    if estimate > MAX_INSTRUCTIONS {
+        return Err(CompileError::Unsupported(Unsupported::TooManyInstructions {
+            needed: estimate,
+            limit: MAX_INSTRUCTIONS,
+        }));
+    }
+
+    let mut needs: Vec<CoreNeeds> = vec![CoreNeeds::default(); mapping.cores];
+    for (ci, red) in mapping.reductions.iter().enumerate() {
+        let width = spatial.classes[ci].width;
+        for part in &red.parts {
+            let n = &mut needs[part.core];
+            n.window = true;
+            n.classes.push((ci, width));
+            if part.placements.len() >= 2 {
+                n.scratch_width = n.scratch_width.max(width);
+            }
+        }
+        let o = &mut needs[red.owner];
+        if red.parts.is_empty() {
+            o.classes.push((ci, width));
+        }
+        if red.parts.len() > 1 {
+            o.recv_width = o.recv_width.max(width);
+        }
+        if p.bias {
+            o.bias.push((ci, width));
+        }
+    }
+
+    let need_of = |kind: ChunkKind| -> (u64, usize) {
+        let win = window_bound(p, kind, clip);
+        let px = kind_pixels(p, kind);
+        needs
+            .iter()
+            .enumerate()
+            .map(|(core, n)| (n.bytes(win, px), core))
+            .max()
+            .unwrap_or((0, 0))
+    };
+    let fits = |kind: ChunkKind| need_of(kind).0 <= lmem;
+    // Largest size in 1..=max for which `make(size)` fits, if any.
+    let largest = |max: usize, make: &dyn Fn(usize) -> ChunkKind| -> Option<usize> {
+        if !fits(make(1)) {
+            return None;
+        }
+        let (mut lo, mut hi) = (1usize, max);
+        while lo < hi {
+            let mid = lo + (hi - lo).div_ceil(2);
+            if fits(make(mid)) {
+                lo = mid;
+            } else {
+                hi = mid - 1;
+            }
+        }
+        Some(lo)
+    };
+    let kind = if let Some(m) = largest(p.n, &ChunkKind::Images) {
+        ChunkKind::Images(m)
+    } else if let Some(t) = largest(p.oh, &ChunkKind::Rows) {
+        ChunkKind::Rows(t)
+    } else if let Some(u) = largest(p.ow, &ChunkKind::Pixels) {
+        ChunkKind::Pixels(u)
+    } else {
+        let (needed, core) = need_of(ChunkKind::Pixels(1));
+        return Err(CompileError::Unsupported(Unsupported::LocalMemory { core, needed, available: lmem }));
+    };
+    let chunks = make_chunks(p, kind);
+    let max_pixels = kind_pixels(p, kind);
+    let win_bytes = window_bound(p, kind, clip);
+
+    let mut cores = Vec::with_capacity(needs.len());
+    for n in &needs {
+        let mut b = CoreBuffers::default();
+        let mut at = 0u64;
+        for &(c, w) in &n.bias {
+            b.bias.push((c, at as u32));
+            at += w as u64 * 4;
+        }
+        if n.window {
+            b.window = at as u32;
+            b.window_bytes = win_bytes as u32;
+            at = align4(at + win_bytes);
+        }
+        for &(c, w) in &n.classes {
+            b.acc.push((c, at as u32));
+            at += align4(w as u64 * 4) * max_pixels as u64;
+        }
+        b.scratch = at as u32;
+        at += n.scratch_width as u64 * 4 * max_pixels as u64;
+        b.recv = at as u32;
+        at += n.recv_width as u64 * 4 * max_pixels as u64;
+        debug_assert!(at <= lmem);
+        b.used = at as u32;
+        cores.push(b);
+    }
+
+    // Global memory.
+    let in_bytes = (p.n * p.h * p.w * p.c) as u64;
+    let out_addr = align64(in_bytes);
+    let out_bytes = p.pixels() as u64 * p.k as u64 * 4;
+    let bias_addr = align64(out_addr + out_bytes);
+    let end = bias_addr + if p.bias { p.k as u64 * 4 } else { 0 };
+    if end > 1 << 32 {
+        return Err(CompileError::Unsupported(Unsupported::GlobalMemory { needed: end, available: 1 << 32 }));
+    }
+    let (in_shape, out_shape, layout) = if p.mvm {
+        (vec![p.n, p.c], vec![p.n, p.k], Layout::Nc)
+    } else {
+        (vec![p.n, p.c, p.h, p.w], vec![p.n, p.k, p.oh, p.ow], Layout::Nhwc)
+    };
+    let mut constants = Vec::new();
+    if let Some(bias) = &case.bias {
+        let mut data = Vec::with_capacity(p.k * 4);
+        for v in bias.iter() {
+            data.extend_from_slice(&v.to_le_bytes());
+        }
+        constants.push(ConstSegment { name: "bias".into(), addr: bias_addr as u32, file: "bias.bin".into(), data });
+    }
+    let manifest = IoManifest {
+        input: TensorSlot { addr: 0, shape: in_shape, layout, dtype: Dtype::Int8 },
+        output: TensorSlot { addr: out_addr as u32, shape: out_shape, layout, dtype: Dtype::Int32 },
+        constants,
+    };
+    Ok(Buffers { kind, max_pixels, chunks, needs, cores, manifest, bias_addr: bias_addr as u32 })
+}
+
+fn make_chunks(p: &Problem, kind: ChunkKind) -> Vec<Chunk> {
+    let mut out = Vec::new();
+    match kind {
+        ChunkKind::Images(m) => {
+            for n0 in (0..p.n).step_by(m) {
+                out.push(Chunk { n0, n1: (n0 + m).min(p.n), oh0: 0, oh1: p.oh, ow0: 0, ow1: p.ow });
+            }
+        }
+        ChunkKind::Rows(t) => {
+            for n0 in 0..p.n {
+                for oh0 in (0..p.oh).step_by(t) {
+                    out.push(Chunk { n0, n1: n0 + 1, oh0, oh1: (oh0 + t).min(p.oh), ow0: 0, ow1: p.ow });
+                }
+            }
+        }
+        ChunkKind::Pixels(u) => {
+            for n0 in 0..p.n {
+                for oh0 in 0..p.oh {
+                    for ow0 in (0..p.ow).step_by(u) {
+                        out.push(Chunk { n0, n1: n0 + 1, oh0, oh1: oh0 + 1, ow0, ow1: (ow0 + u).min(p.ow) });
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Text of the bufferization (part of `--emit pim`).
+pub fn describe(b: &Buffers, out: &mut String) {
+    let m = &b.manifest;
+    let _ = writeln!(out, "gmem input  @{} {:?} {:?} {:?}", m.input.addr, m.input.shape, m.input.layout, m.input.dtype);
+    let _ = writeln!(out, "gmem output @{} {:?} {:?} {:?}", m.output.addr, m.output.shape, m.output.layout, m.output.dtype);
+    for c in &m.constants {
+        let _ = writeln!(out, "gmem const {} @{} {} bytes ({})", c.name, c.addr, c.data.len(), c.file);
+    }
+    let _ = writeln!(out, "chunks: {:?}, {} chunk(s), at most {} pixel(s) each", b.kind, b.chunks.len(), b.max_pixels);
+    for (core, cb) in b.cores.iter().enumerate() {
+        if cb.used == 0 {
+            continue;
+        }
+        let _ = write!(out, "core {core} lmem {} bytes:", cb.used);
+        for &(c, a) in &cb.bias {
+            let _ = write!(out, " bias[class {c}]@{a}");
+        }
+        if b.needs[core].window {
+            let _ = write!(out, " window@{}+{}", cb.window, cb.window_bytes);
+        }
+        for &(c, a) in &cb.acc {
+            let _ = write!(out, " acc[class {c}]@{a}");
+        }
+        if b.needs[core].scratch_width > 0 {
+            let _ = write!(out, " scratch@{}", cb.scratch);
+        }
+        if b.needs[core].recv_width > 0 {
+            let _ = write!(out, " recv@{}", cb.recv);
+        }
+        out.push('\n');
+    }
+}
