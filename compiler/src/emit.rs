@@ -162,14 +162,7 @@ fn transfers_text(c: &Compiled, out: &mut String) {
     }
 }
 
-/// The program as assembly text, one section per core.
+/// The program as assembly text (the ISA crate's printer, so it parses back).
 pub(crate) fn asm_text(program: &pimdiff_isa::Program) -> String {
-    let mut out = String::new();
-    for (i, insts) in program.cores.iter().enumerate() {
-        let _ = writeln!(out, "core {i}:");
-        for inst in insts {
-            let _ = writeln!(out, "  {inst:?}");
-        }
-    }
-    out
+    pimdiff_isa::formats::asm::print(program)
 }

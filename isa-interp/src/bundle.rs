@@ -25,8 +25,9 @@ use std::path::{Path, PathBuf};
 use ndarray::{ArrayD, IxDyn};
 use serde::{Deserialize, Serialize};
 
+use crate::formats::{read_program_dir, write_program_dir};
 use crate::program::Program;
-use crate::xbar::CrossbarExport;
+use crate::xbar::{read_export_dir, write_export_dir, CrossbarExport};
 
 /// Everything a compiler hands to the harness.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -120,10 +121,12 @@ pub enum BundleError {
     Json { path: PathBuf, source: serde_json::Error },
     #[error("{}: {problem}", path.display())]
     Manifest { path: PathBuf, problem: ManifestProblem },
-    #[error("{}: {message}", path.display())]
-    Program { path: PathBuf, message: String },
-    #[error("{}: {message}", path.display())]
-    Crossbars { path: PathBuf, message: String },
+    /// The program (`config.json`, `core_<i>.json`) could not be loaded; the error names the file.
+    #[error("{0}")]
+    Program(#[from] crate::formats::LoadError),
+    /// The crossbar export (`xbars/`) could not be loaded; the error names the file.
+    #[error("{0}")]
+    Crossbars(#[from] crate::xbar::XbarError),
     /// A manifest used outside a directory (encode/decode) is inconsistent.
     #[error("io manifest: {0}")]
     Slot(ManifestProblem),
@@ -383,5 +386,126 @@ impl IoManifest {
             check_range(&format!("constant {:?}", c.name), c.addr, c.data.len() as u64).map_err(bad)?;
         }
         Ok(manifest)
+    }
+}
+
+impl Bundle {
+    /// Name of the crossbar export's subdirectory.
+    pub const XBARS_DIR: &'static str = "xbars";
+
+    /// Write the bundle into `dir` (created if missing): the program in pimsim-nn's directory
+    /// form, the crossbar export in `xbars/`, `io.json` and the constant files.
+    pub fn write_dir(&self, dir: &Path) -> Result<(), BundleError> {
+        let io_err = |path: &Path| {
+            let path = path.to_path_buf();
+            move |source| BundleError::Io { path, source }
+        };
+        fs::create_dir_all(dir).map_err(io_err(dir))?;
+        write_program_dir(&self.program, dir).map_err(io_err(dir))?;
+        let xdir = dir.join(Self::XBARS_DIR);
+        if xdir.exists() {
+            // Stale files of an earlier bundle would be read back as cores of this one.
+            fs::remove_dir_all(&xdir).map_err(io_err(&xdir))?;
+        }
+        write_export_dir(&self.xbars, &xdir).map_err(io_err(&xdir))?;
+        self.manifest.write_dir(dir)
+    }
+
+    /// Read a bundle from `dir`, refusing a broken or hostile one with an error naming the
+    /// file. A bundle without `xbars/` has an empty export (groups then come from the
+    /// program's config, as for PIMCOMP-NN programs).
+    pub fn read_dir(dir: &Path) -> Result<Bundle, BundleError> {
+        let program = read_program_dir(dir)?;
+        let xdir = dir.join(Self::XBARS_DIR);
+        let xbars = if xdir.is_dir() { read_export_dir(&xdir)? } else { CrossbarExport::default() };
+        let manifest = IoManifest::read_dir(dir)?;
+        Ok(Bundle { program, xbars, manifest })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ndarray::{Array4, ArrayD};
+
+    fn slot(shape: Vec<usize>, layout: Layout, dtype: Dtype) -> TensorSlot {
+        TensorSlot { addr: 16, shape, layout, dtype }
+    }
+
+    #[test]
+    fn nhwc_encoding_puts_a_pixels_channels_together() {
+        // x[n, c, h, w] = 100c + 10h + w, shape [1, 2, 2, 3].
+        let x = Array4::from_shape_fn((1, 2, 2, 3), |(_, c, h, w)| (100 * c + 10 * h + w) as i32).into_dyn();
+        let s = slot(vec![1, 2, 2, 3], Layout::Nhwc, Dtype::Int32);
+        let bytes = s.encode("t", &x).unwrap();
+        let words: Vec<i32> = bytes.chunks(4).map(|b| i32::from_le_bytes(b.try_into().unwrap())).collect();
+        assert_eq!(words, vec![0, 100, 1, 101, 2, 102, 10, 110, 11, 111, 12, 112]);
+        assert_eq!(s.decode("t", &bytes).unwrap(), x);
+    }
+
+    #[test]
+    fn int8_input_round_trips_and_nchw_is_identity() {
+        let m = IoManifest {
+            input: slot(vec![1, 2, 1, 2], Layout::Nchw, Dtype::Int8),
+            output: slot(vec![2, 3], Layout::Nc, Dtype::Int32),
+            constants: vec![],
+        };
+        let x = ArrayD::from_shape_vec(vec![1, 2, 1, 2], vec![-1i8, 2, -3, 4]).unwrap();
+        assert_eq!(m.encode_input(&x).unwrap(), vec![0xff, 2, 0xfd, 4]);
+        let out: Vec<u8> = (1..=6i32).flat_map(|v| (-v).to_le_bytes()).collect();
+        let y = m.decode_output(&out).unwrap();
+        assert_eq!(y, ArrayD::from_shape_vec(vec![2, 3], vec![-1, -2, -3, -4, -5, -6]).unwrap());
+    }
+
+    #[test]
+    fn mismatches_are_typed_errors() {
+        let m = IoManifest {
+            input: slot(vec![1, 2, 1, 2], Layout::Nhwc, Dtype::Int8),
+            output: slot(vec![2, 3], Layout::Nc, Dtype::Int32),
+            constants: vec![],
+        };
+        let x = ArrayD::<i8>::zeros(vec![1, 2, 2, 1]);
+        assert!(matches!(m.encode_input(&x), Err(BundleError::Slot(ManifestProblem::Shape { .. }))));
+        assert!(matches!(
+            m.decode_output(&[0; 23]),
+            Err(BundleError::Slot(ManifestProblem::Length { expected: 24, found: 23, .. }))
+        ));
+        let bad_rank = slot(vec![2, 3], Layout::Nhwc, Dtype::Int8);
+        assert!(matches!(bad_rank.check("x"), Err(ManifestProblem::LayoutRank { expected: 4, .. })));
+        let past_end = TensorSlot { addr: u32::MAX - 2, ..slot(vec![1, 4], Layout::Nc, Dtype::Int8) };
+        assert!(matches!(past_end.check("x"), Err(ManifestProblem::OutOfGlobalMemory { len: 4, .. })));
+        let huge = slot(vec![1 << 20, 1 << 20], Layout::Nc, Dtype::Int8);
+        assert!(matches!(huge.check("x"), Err(ManifestProblem::SlotTooLarge { .. })));
+    }
+
+    #[test]
+    fn hostile_manifests_are_refused_naming_io_json() {
+        let dir = tempfile::tempdir().unwrap();
+        let write = |text: &str| fs::write(dir.path().join("io.json"), text).unwrap();
+        let slots = r#""input": {"addr": 0, "shape": [1, 4], "layout": "nc", "dtype": "int8"},
+                       "output": {"addr": 64, "shape": [1, 2], "layout": "nc", "dtype": "int32"}"#;
+        for file in ["../etc/passwd", "/abs", "a/b", "..", "", "io.json", "core_0.json"] {
+            write(&format!(r#"{{{slots}, "constants": [{{"name": "b", "addr": 0, "file": {file:?}}}]}}"#));
+            let err = IoManifest::read_dir(dir.path()).unwrap_err();
+            assert!(
+                matches!(&err, BundleError::Manifest { path, problem: ManifestProblem::ConstantFileName { .. } }
+                    if path.ends_with("io.json")),
+                "{file}: {err}"
+            );
+        }
+        write(&format!(r#"{{{slots}, "extra": 1}}"#));
+        assert!(matches!(IoManifest::read_dir(dir.path()), Err(BundleError::Json { .. })));
+        write(&format!(r#"{{{slots}, "constants": [{{"name": "b", "addr": 0, "file": "missing.bin"}}]}}"#));
+        let err = IoManifest::read_dir(dir.path()).unwrap_err();
+        assert!(matches!(&err, BundleError::Io { path, .. } if path.ends_with("missing.bin")), "{err}");
+        fs::write(dir.path().join("b.bin"), [1, 2, 3, 4]).unwrap();
+        write(&format!(r#"{{{slots}, "constants": [{{"name": "b", "addr": 4294967294, "file": "b.bin"}}]}}"#));
+        assert!(matches!(
+            IoManifest::read_dir(dir.path()),
+            Err(BundleError::Manifest { problem: ManifestProblem::OutOfGlobalMemory { .. }, .. })
+        ));
+        write(&format!(r#"{{{slots}, "constants": [{{"name": "b", "addr": 8, "file": "b.bin"}}]}}"#));
+        let m = IoManifest::read_dir(dir.path()).unwrap();
+        assert_eq!(m.constants[0].data, vec![1, 2, 3, 4]);
     }
 }

@@ -13,3 +13,4 @@ pub mod xbar;
 pub use inst::{Inst, Opcode, Reg, Width};
 pub use program::{Arch, ArchHints, GroupSpec, Program};
 pub use xbar::{ArrayGroup, CoreCrossbars, CrossbarExport};
+pub use bundle::{Bundle, BundleError, ConstSegment, Dtype, IoManifest, Layout, TensorSlot};

@@ -1,10 +1,75 @@
-//! `pimdiff compile` (not implemented yet).
+//! `pimdiff compile CASE_DIR -o BUNDLE_DIR [--emit STAGE] [--no-skip-padding] [--no-weight-skipping]`:
+//! compile a case with the in-repo channel-wise compiler and write the bundle (or, with
+//! `--emit`, print one stage's IR instead).
+//!
+//! Exit codes: 0 compiled; 1 the compiler declined the case (unsupported, with the numbers)
+//! or failed internally; 2 bad input (an unreadable or invalid case, an unwritable bundle).
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 
-#[derive(clap::Args, Debug)]
-pub struct Args {}
+use anyhow::Context;
+use pimdiff_compiler::{compile, emit, CompileError, CompileOptions, Stage};
 
-pub fn main(_args: Args) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("`pimdiff compile` is not implemented yet")
+use super::{exit, EXIT_FINDING, EXIT_OK};
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// The case directory (case.json, input.npy, weight.npy, ...).
+    pub case: PathBuf,
+    /// Where to write the bundle (created if missing). Not needed with --emit.
+    #[arg(short = 'o', long = "output", required_unless_present = "emit")]
+    pub output: Option<PathBuf>,
+    /// Print this stage's IR instead of writing a bundle: spatial, mapping, pim or asm.
+    #[arg(long, value_parser = parse_stage)]
+    pub emit: Option<Stage>,
+    /// Multiply padding zeros instead of skipping kernel positions that fall in the padding.
+    #[arg(long)]
+    pub no_skip_padding: bool,
+    /// Keep crossbars whose weights are all zero.
+    #[arg(long)]
+    pub no_weight_skipping: bool,
+}
+
+fn parse_stage(s: &str) -> Result<Stage, String> {
+    s.parse()
+}
+
+pub fn main(args: Args) -> anyhow::Result<ExitCode> {
+    let case = pimdiff_oracle::io::read_case(&args.case)
+        .with_context(|| format!("reading case {}", args.case.display()))?;
+    let options = CompileOptions { skip_padding: !args.no_skip_padding, weight_skipping: !args.no_weight_skipping };
+    if let Some(stage) = args.emit {
+        return Ok(match emit(&case, &options, stage) {
+            Ok(text) => {
+                print!("{text}");
+                exit(EXIT_OK)
+            }
+            Err(e) => declined(e),
+        });
+    }
+    let bundle = match compile(&case, &options) {
+        Ok(b) => b,
+        Err(e) => return Ok(declined(e)),
+    };
+    let Some(out) = args.output else {
+        anyhow::bail!("-o BUNDLE_DIR is required unless --emit is given");
+    };
+    bundle.write_dir(&out).with_context(|| format!("writing bundle {}", out.display()))?;
+    let insts: usize = bundle.program.cores.iter().map(Vec::len).sum();
+    let arrays: usize = bundle.xbars.cores.values().map(|c| c.groups.len()).sum();
+    eprintln!(
+        "compiled {} -> {}: {} instructions on {} core(s), {} crossbar arrays",
+        args.case.display(),
+        out.display(),
+        insts,
+        bundle.program.cores.len(),
+        arrays
+    );
+    Ok(exit(EXIT_OK))
+}
+
+fn declined(e: CompileError) -> ExitCode {
+    eprintln!("pimdiff compile: {e}");
+    exit(EXIT_FINDING)
 }
