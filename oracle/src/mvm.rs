@@ -1,0 +1,91 @@
+//! MVM (`y = W x + b` for each of `N` input rows), twice: [`mvm_direct`] (plain i64 loops)
+//! and [`mvm`] (row dot products in i16×i16→i32, vectorized; exact for the reasons given in
+//! the [`conv`](crate::conv) module docs: products of int8 values fit i16, and at most
+//! 2^16 of them are summed in i32 before moving to i64).
+
+use ndarray::{Array2, ArrayView1, ArrayView2};
+
+use crate::case::{check_shape, validate_operator, Mvm, Op};
+use crate::error::{CaseError, OracleError, BIAS_NPY, WEIGHT_NPY};
+
+/// Reduction length summed in i32 before moving to i64 (`2^14 · 2^16 = 2^30 < 2^31`).
+const R_CHUNK: usize = 1 << 16;
+
+/// The exact int32 MVM: `out[n, o] = Σ_i weight[o, i] · input[n, i] + bias[o]`, then ReLU
+/// when `p.relu`. `input` is `[N, in_features]`, `weight` `[out_features, in_features]`,
+/// output `[N, out_features]`.
+///
+/// Errors as for [`conv2d`](crate::conv2d): [`OracleError::Invalid`] for bad parameters or
+/// shapes, [`OracleError::Overflow`] with the first `[n, o]` whose value before ReLU does not
+/// fit int32.
+pub fn mvm(
+    input: ArrayView2<i8>,
+    weight: ArrayView2<i8>,
+    bias: Option<ArrayView1<i32>>,
+    p: &Mvm,
+) -> Result<Array2<i32>, OracleError> {
+    let (n_rows, len, outs) = check(&input, &weight, bias.as_ref(), p)?;
+    let x: Vec<i16> = input.iter().map(|&v| v as i16).collect();
+    let w: Vec<i16> = weight.iter().map(|&v| v as i16).collect();
+    let mut out = Array2::<i32>::zeros((n_rows, outs));
+    for n in 0..n_rows {
+        let xr = &x[n * len..(n + 1) * len];
+        for o in 0..outs {
+            let wr = &w[o * len..(o + 1) * len];
+            let mut sum: i64 = bias.as_ref().map_or(0, |b| b[o] as i64);
+            for (xc, wc) in xr.chunks(R_CHUNK).zip(wr.chunks(R_CHUNK)) {
+                sum += dot(xc, wc) as i64;
+            }
+            let v = i32::try_from(sum).map_err(|_| OracleError::Overflow { index: vec![n, o], value: sum })?;
+            out[[n, o]] = if p.relu { v.max(0) } else { v };
+        }
+    }
+    Ok(out)
+}
+
+/// The same operator as [`mvm`], as plain i64 loops over the arrays: the independent check.
+pub fn mvm_direct(
+    input: ArrayView2<i8>,
+    weight: ArrayView2<i8>,
+    bias: Option<ArrayView1<i32>>,
+    p: &Mvm,
+) -> Result<Array2<i32>, OracleError> {
+    let (n_rows, len, outs) = check(&input, &weight, bias.as_ref(), p)?;
+    let mut out = Array2::<i32>::zeros((n_rows, outs));
+    for n in 0..n_rows {
+        for o in 0..outs {
+            let mut sum: i64 = 0;
+            for i in 0..len {
+                sum += weight[[o, i]] as i64 * input[[n, i]] as i64;
+            }
+            if let Some(b) = &bias {
+                sum += b[o] as i64;
+            }
+            let v = i32::try_from(sum).map_err(|_| OracleError::Overflow { index: vec![n, o], value: sum })?;
+            out[[n, o]] = if p.relu { v.max(0) } else { v };
+        }
+    }
+    Ok(out)
+}
+
+/// `(N, in_features, out_features)` after checking the parameters and every shape.
+fn check(
+    input: &ArrayView2<i8>,
+    weight: &ArrayView2<i8>,
+    bias: Option<&ArrayView1<i32>>,
+    p: &Mvm,
+) -> Result<(usize, usize, usize), CaseError> {
+    validate_operator(&Op::Mvm(*p), input.shape())?;
+    check_shape(WEIGHT_NPY, &[p.out_features, p.in_features], weight.shape())?;
+    match (p.bias, bias) {
+        (true, Some(b)) => check_shape(BIAS_NPY, &[p.out_features], b.shape())?,
+        (false, None) => {}
+        (op_bias, _) => return Err(CaseError::BiasMismatch { op_bias }),
+    }
+    Ok((input.nrows(), p.in_features, p.out_features))
+}
+
+/// `Σ x[i]·w[i]` for at most [`R_CHUNK`] terms: exact in i32 (products fit i16).
+fn dot(x: &[i16], w: &[i16]) -> i32 {
+    x.iter().zip(w).fold(0i32, |s, (&a, &b)| s.wrapping_add(a.wrapping_mul(b) as i32))
+}
