@@ -6,3 +6,6 @@ pub mod cli;
 pub mod fuzz_targets;
 pub mod corpus;
 pub mod hunt;
+pub mod compare;
+pub mod generate;
+pub mod outcome;

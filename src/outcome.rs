@@ -1,0 +1,190 @@
+//! The outcome of checking one case, and its *signature*.
+//!
+//! Outcomes follow the design ("Outcomes"): `pass`, `mismatch`, `fault`, `deadlock`,
+//! `compile-error`, `unsupported`, plus two kinds that are limits rather than verdicts:
+//! `out-of-steps` (the step budget ran out; programs are straight-line, so this only happens
+//! when a program is longer than the budget) and `poisoned` (the tooling itself failed, e.g.
+//! an external compiler timed out or a temporary directory could not be made). Following
+//! wasmtime's differential fuzzing, those two are counted and reported, never mistaken for a
+//! bug or for agreement.
+//!
+//! A [`Signature`] identifies a failure abstractly enough that the same bug on different cases
+//! gets the same signature: the outcome kind plus the faulting opcode and fault kind, the
+//! blocked instructions of a deadlock, or the *shape class* of a mismatch (which channels,
+//! pixels and batch entries differ, as "all"/"some"/"border only"...). Hunts deduplicate
+//! findings by signature and the minimizer shrinks a case while its signature stays the same.
+
+use std::fmt;
+
+use pimdiff_isa::Opcode;
+use serde::{Deserialize, Serialize};
+
+/// What happened to one case.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// Compiled, ran to completion, and the output equals the oracle's exactly.
+    Pass,
+    /// Ran to completion but the output differs from the oracle's.
+    Mismatch(Mismatch),
+    /// The interpreter stopped on a fault. `report` is the interpreter's text (core, pc,
+    /// instruction, reason); `kind` is the fault kind's name (e.g. `LmemRange`).
+    Fault { report: String, opcode: Opcode, kind: String },
+    /// Every unfinished core blocked. `report` is the interpreter's per-core wait report;
+    /// `waits` an abstract summary of it (blocked opcodes and what they wait for), used in
+    /// the signature.
+    Deadlock { report: String, waits: String },
+    /// The step budget ran out before the program finished (a limit, not a finding).
+    OutOfSteps { executed: u64 },
+    /// The compiler failed on a case it did not decline, or produced a bundle that cannot be
+    /// loaded (unreadable files, a manifest that disagrees with the case, crossbars that do
+    /// not fit the architecture).
+    CompileError { message: String },
+    /// The compiler declined the case, with its reason (not a finding).
+    Unsupported { reason: String },
+    /// A limit of the tooling itself, e.g. an external command timed out (not a finding).
+    Poisoned { reason: String },
+}
+
+/// A differing output: how many elements differ and the first ones.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Mismatch {
+    /// Elements that differ.
+    pub differing: usize,
+    /// Elements of the output.
+    pub total: usize,
+    /// The first differing elements in row-major order (at most [`Mismatch::FIRST`]):
+    /// `(index, oracle value, machine value)`.
+    pub first: Vec<(Vec<usize>, i32, i32)>,
+    /// Which parts of the output differ, abstractly (used by the signature).
+    pub class: MismatchClass,
+}
+
+impl Mismatch {
+    /// How many differing elements a mismatch records individually.
+    pub const FIRST: usize = 8;
+}
+
+/// The abstract shape of a mismatch. Each field is one of a few words, so that one bug on
+/// cases of different sizes classifies the same.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct MismatchClass {
+    /// `"output shape"` when the machine's output has another shape than the oracle's;
+    /// otherwise `"values"`.
+    pub what: String,
+    /// Output channels (conv2d) or features (MVM) with a difference: `all` or `some`.
+    pub channels: String,
+    /// Output pixels with a difference (conv2d): `all`, `border only`, `interior only`,
+    /// `some`; `-` for MVM.
+    pub pixels: String,
+    /// Batch entries with a difference: `all` or `some`.
+    pub batch: String,
+}
+
+/// What identifies a failure across cases (see the module documentation).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Signature {
+    /// The outcome kind ([`Outcome::kind`]).
+    pub kind: String,
+    /// The abstract detail: e.g. `"ld: LmemRange"`, `"channels all, pixels border only, batch all"`.
+    pub detail: String,
+}
+
+impl fmt::Display for Signature {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.detail.is_empty() {
+            f.write_str(&self.kind)
+        } else {
+            write!(f, "{}: {}", self.kind, self.detail)
+        }
+    }
+}
+
+impl Outcome {
+    /// The kind as a word: `pass`, `mismatch`, `fault`, `deadlock`, `out-of-steps`,
+    /// `compile-error`, `unsupported`, `poisoned`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Outcome::Pass => "pass",
+            Outcome::Mismatch(_) => "mismatch",
+            Outcome::Fault { .. } => "fault",
+            Outcome::Deadlock { .. } => "deadlock",
+            Outcome::OutOfSteps { .. } => "out-of-steps",
+            Outcome::CompileError { .. } => "compile-error",
+            Outcome::Unsupported { .. } => "unsupported",
+            Outcome::Poisoned { .. } => "poisoned",
+        }
+    }
+
+    /// Whether the outcome is a bug of the compiler under test: mismatch, fault, deadlock or
+    /// compile error. Pass, unsupported, out-of-steps and poisoned are not.
+    pub fn is_finding(&self) -> bool {
+        matches!(
+            self,
+            Outcome::Mismatch(_) | Outcome::Fault { .. } | Outcome::Deadlock { .. } | Outcome::CompileError { .. }
+        )
+    }
+
+    /// The signature of a finding; `None` for every outcome that is not one.
+    pub fn signature(&self) -> Option<Signature> {
+        let detail = match self {
+            Outcome::Mismatch(m) => {
+                let c = &m.class;
+                if c.what == "values" {
+                    format!("channels {}, pixels {}, batch {}", c.channels, c.pixels, c.batch)
+                } else {
+                    c.what.clone()
+                }
+            }
+            Outcome::Fault { opcode, kind, .. } => format!("{}: {kind}", opcode.mnemonic()),
+            Outcome::Deadlock { waits, .. } => waits.clone(),
+            Outcome::CompileError { message } => abstract_message(message),
+            _ => return None,
+        };
+        Some(Signature { kind: self.kind().to_string(), detail })
+    }
+
+    /// A one-line description (kind and the first line of the detail), for logs.
+    pub fn summary(&self) -> String {
+        match self {
+            Outcome::Pass => "pass".into(),
+            Outcome::Mismatch(m) => format!("mismatch: {} of {} elements differ", m.differing, m.total),
+            Outcome::Fault { report, .. } => format!("fault: {}", first_line(report)),
+            Outcome::Deadlock { report, .. } => format!("deadlock: {}", first_line(report)),
+            Outcome::OutOfSteps { executed } => format!("out of steps after {executed} instructions"),
+            Outcome::CompileError { message } => format!("compile error: {}", first_line(message)),
+            Outcome::Unsupported { reason } => format!("unsupported: {}", first_line(reason)),
+            Outcome::Poisoned { reason } => format!("poisoned: {}", first_line(reason)),
+        }
+    }
+}
+
+fn first_line(s: &str) -> &str {
+    s.lines().next().unwrap_or("")
+}
+
+/// A compiler message made case-independent: its first line, paths reduced to their file
+/// name, every run of digits replaced by `N`, at most 100 characters.
+pub fn abstract_message(message: &str) -> String {
+    let line = first_line(message);
+    let mut words = Vec::new();
+    for word in line.split_whitespace() {
+        // A path: keep the last component (a temporary directory differs per run).
+        let word = if word.contains('/') { word.rsplit('/').next().unwrap_or(word) } else { word };
+        words.push(word);
+    }
+    let joined = words.join(" ");
+    let mut out = String::new();
+    let mut in_digits = false;
+    for ch in joined.chars() {
+        if ch.is_ascii_digit() {
+            if !in_digits {
+                out.push('N');
+            }
+            in_digits = true;
+        } else {
+            in_digits = false;
+            out.push(ch);
+        }
+    }
+    out.chars().take(100).collect()
+}
