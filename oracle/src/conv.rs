@@ -45,6 +45,36 @@ pub fn conv2d(
     bias: Option<ArrayView1<i32>>,
     p: &Conv2d,
 ) -> Result<Array4<i32>, OracleError> {
+    conv2d_blocked(input, weight, bias, p, Blocking::DEFAULT)
+}
+
+/// Block sizes of the fast path. Only tests change them: small blocks make small shapes
+/// cross every block boundary (pixel blocks, reduction chunks) that real layers cross.
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug)]
+pub struct Blocking {
+    /// Target im2col block size in elements (at least 8 output pixels are taken anyway).
+    pub col_budget: usize,
+    /// Reduction terms summed in i32 before moving to i64; clamped to `1..=R_CHUNK`, the
+    /// exactness bound.
+    pub r_chunk: usize,
+}
+
+impl Blocking {
+    #[doc(hidden)]
+    pub const DEFAULT: Blocking = Blocking { col_budget: COL_BUDGET, r_chunk: R_CHUNK };
+}
+
+/// [`conv2d`] with explicit block sizes (for tests).
+#[doc(hidden)]
+pub fn conv2d_blocked(
+    input: ArrayView4<i8>,
+    weight: ArrayView4<i8>,
+    bias: Option<ArrayView1<i32>>,
+    p: &Conv2d,
+    blocking: Blocking,
+) -> Result<Array4<i32>, OracleError> {
+    let r_chunk = blocking.r_chunk.clamp(1, R_CHUNK);
     let g = Geometry::new(&input, &weight, bias.as_ref(), p)?;
     let x: Vec<i8> = input.iter().copied().collect();
     let w: Vec<i16> = weight.iter().map(|&v| v as i16).collect();
@@ -57,7 +87,7 @@ pub fn conv2d(
 
     let r_len = g.cg * g.kh * g.kw;
     let pixels = g.oh * g.ow;
-    let block = (COL_BUDGET / r_len).clamp(8, pixels.max(8)) & !7;
+    let block = (blocking.col_budget / r_len).clamp(8, pixels.max(8)) & !7;
     let block = block.min(pixels);
     let mut col = vec![0i16; r_len * block];
     let mut acc = vec![0i32; K_BLOCK * block];
@@ -74,12 +104,12 @@ pub fn conv2d(
                     let kb = K_BLOCK.min(g.kg - k0);
                     let k_abs = grp * g.kg + k0;
                     let rows = &w[k_abs * r_len..(k_abs + kb) * r_len];
-                    let single_chunk = r_len <= R_CHUNK;
+                    let single_chunk = r_len <= r_chunk;
                     if !single_chunk {
                         wide[..kb * pb].fill(0);
                     }
-                    for r0 in (0..r_len).step_by(R_CHUNK) {
-                        let r1 = (r0 + R_CHUNK).min(r_len);
+                    for r0 in (0..r_len).step_by(r_chunk) {
+                        let r1 = (r0 + r_chunk).min(r_len);
                         let acc = &mut acc[..kb * pb];
                         acc.fill(0);
                         gemm_block(rows, r_len, r0, r1, &col[..r_len * pb], pb, kb, acc);
