@@ -67,8 +67,6 @@ pub enum Unsupported {
         "local memory too small on core {core}: even a one-pixel chunk needs {needed} bytes, {available} available"
     )]
     LocalMemory { core: usize, needed: u64, available: u64 },
-    #[error("global memory too small: {needed} bytes needed, {available} addressable")]
-    GlobalMemory { needed: u64, available: u64 },
     #[error("program too large: at least {needed} instructions, the limit is {limit}")]
     TooManyInstructions { needed: u64, limit: u64 },
     #[error("arch.{field} = {value} does not fit the program's 32-bit configuration")]

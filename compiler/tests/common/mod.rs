@@ -37,7 +37,12 @@ fn bundle_mesh(cores: u32) -> [u32; 2] {
 /// Run a compiled bundle with the case's input; the logical output or a description of
 /// what went wrong.
 pub fn run_bundle(case: &Case, bundle: &Bundle) -> Result<ArrayD<i32>, String> {
-    let mut m = Machine::new(&bundle.program, &bundle.xbars, arch_of(case), MachineOptions::default())
+    run_bundle_with(case, bundle, MachineOptions::default())
+}
+
+/// [`run_bundle`] with machine options (e.g. a random schedule).
+pub fn run_bundle_with(case: &Case, bundle: &Bundle, options: MachineOptions) -> Result<ArrayD<i32>, String> {
+    let mut m = Machine::new(&bundle.program, &bundle.xbars, arch_of(case), options)
         .map_err(|e| format!("setup: {e}"))?;
     let input = bundle.manifest.encode_input(&case.input).map_err(|e| e.to_string())?;
     m.write_gmem(bundle.manifest.input.addr, &input).map_err(|e| e.to_string())?;

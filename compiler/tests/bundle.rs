@@ -1,0 +1,93 @@
+//! The bundle on disk: a compiled bundle reads back equal, runs the same, and the same case
+//! always gives byte-identical files.
+
+mod common;
+
+use common::{arch, conv, conv_case};
+use pimdiff_compiler::{compile, CompileOptions};
+use pimdiff_isa::bundle::Bundle;
+use pimdiff_oracle::Conv2d;
+
+fn sample() -> pimdiff_oracle::Case {
+    let c = Conv2d { padding: [1, 0, 2, 1], bias: true, relu: true, ..conv(5, 6, [3, 2]) };
+    conv_case(c, 2, 4, 5, arch(3, 8, 4, 4, 2048), 11)
+}
+
+fn files(dir: &std::path::Path) -> Vec<(String, Vec<u8>)> {
+    let mut out = Vec::new();
+    for entry in walk(dir) {
+        let rel = entry.strip_prefix(dir).unwrap().to_string_lossy().into_owned();
+        out.push((rel, std::fs::read(&entry).unwrap()));
+    }
+    out.sort();
+    out
+}
+
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
+
+#[test]
+fn bundle_round_trips_through_a_directory() {
+    let case = sample();
+    let bundle = compile(&case, &CompileOptions::default()).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    bundle.write_dir(dir.path()).unwrap();
+    let names: Vec<String> = files(dir.path()).into_iter().map(|(n, _)| n).collect();
+    assert!(names.contains(&"config.json".to_string()), "{names:?}");
+    assert!(names.contains(&"io.json".to_string()));
+    assert!(names.contains(&"bias.bin".to_string()));
+    assert!(names.contains(&"core_2.json".to_string()));
+    assert!(names.iter().any(|n| n.starts_with("xbars") && n.ends_with("core_0.npy")));
+    let back = Bundle::read_dir(dir.path()).unwrap();
+    assert_eq!(back.manifest, bundle.manifest);
+    assert_eq!(back.xbars, bundle.xbars);
+    assert_eq!(back.program.cores, bundle.program.cores);
+    let out = common::run_bundle(&case, &back).unwrap();
+    assert_eq!(out, pimdiff_oracle::reference(&case).unwrap());
+}
+
+#[test]
+fn compilation_is_deterministic_to_the_byte() {
+    let case = sample();
+    let a = tempfile::tempdir().unwrap();
+    let b = tempfile::tempdir().unwrap();
+    compile(&case, &CompileOptions::default()).unwrap().write_dir(a.path()).unwrap();
+    compile(&case, &CompileOptions::default()).unwrap().write_dir(b.path()).unwrap();
+    assert_eq!(files(a.path()), files(b.path()));
+}
+
+#[test]
+fn programs_follow_the_pimsim_nn_rules() {
+    use pimdiff_isa::inst::Opcode;
+    for seed in 0..40 {
+        let c = Conv2d { padding: [1; 4], stride: [2, 1], ..conv(3 + seed as usize % 5, 5, [3, 3]) };
+        let case = conv_case(c, 1, 5, 4, arch(4, 3, 2, 3, 1 << 14), seed);
+        let Ok(bundle) = compile(&case, &CompileOptions::default()) else { continue };
+        for (core, insts) in bundle.program.cores.iter().enumerate() {
+            if let Some(last) = insts.last() {
+                let op = last.opcode();
+                assert!(
+                    !matches!(op, Opcode::Sldi | Opcode::Setbw | Opcode::Nop | Opcode::Saddi),
+                    "core {core} ends with {op}"
+                );
+            }
+            for inst in insts {
+                if let pimdiff_isa::Inst::Mem { rd, rs1, .. } = inst {
+                    assert!(rd.index() <= 30 && rs1.index() <= 30);
+                }
+            }
+        }
+        let pimdiff_isa::GroupSpec::ArrayGroupMap(map) = &bundle.program.groups else { panic!("no map") };
+        assert_eq!(map.len(), bundle.program.cores.len());
+    }
+}

@@ -1,0 +1,85 @@
+//! Every reason the compiler declines a case, with its numbers, and that a declined case is
+//! never a panic or an internal error.
+
+mod common;
+
+use common::{arch, conv, conv_case, mvm_case};
+use pimdiff_compiler::buffers::MAX_INSTRUCTIONS;
+use pimdiff_compiler::{compile, emit, CompileError, CompileOptions, Stage, Unsupported};
+use pimdiff_oracle::{Conv2d, Mvm};
+
+fn unsupported(r: Result<pimdiff_isa::Bundle, CompileError>) -> Unsupported {
+    match r {
+        Err(CompileError::Unsupported(u)) => u,
+        Err(e) => panic!("expected unsupported, got {e}"),
+        Ok(_) => panic!("expected unsupported, got a bundle"),
+    }
+}
+
+#[test]
+fn not_enough_arrays() {
+    // 9 input tiles x 2 output tiles = 18 crossbars (weights all nonzero), 2 x 8 arrays.
+    let m = Mvm { in_features: 9, out_features: 2, bias: false, relu: false };
+    let mut case = mvm_case(m, 1, arch(2, 8, 1, 1, 1 << 16), 1);
+    case.weight.fill(1);
+    let u = unsupported(compile(&case, &CompileOptions::default()));
+    assert_eq!(u, Unsupported::NotEnoughArrays { needed: 18, available: 16 });
+    assert_eq!(
+        u.to_string(),
+        "not enough crossbar arrays: 18 needed, 16 available (cores × arrays_per_core)"
+    );
+    // Weight skipping can make it fit: zero input feature 0's column.
+    case.weight.index_axis_mut(ndarray::Axis(1), 0).fill(0);
+    let out = common::compile_and_run(&case, &CompileOptions::default()).unwrap().expect("fits with skipping");
+    assert_eq!(out, pimdiff_oracle::reference(&case).unwrap());
+    let off = CompileOptions { weight_skipping: false, ..CompileOptions::default() };
+    assert_eq!(unsupported(compile(&case, &off)), Unsupported::NotEnoughArrays { needed: 18, available: 16 });
+    // The Spatial IR can still be printed; the mapping cannot.
+    assert!(emit(&case, &off, Stage::Spatial).is_ok());
+    assert!(matches!(emit(&case, &off, Stage::Mapping), Err(CompileError::Unsupported(_))));
+}
+
+#[test]
+fn local_memory_too_small_even_for_one_pixel() {
+    // One pixel needs a 3x3x8 window (72 bytes) + an accumulator and a scratch row (2 x 16).
+    let c = Conv2d { padding: [1; 4], ..conv(8, 4, [3, 3]) };
+    let case = conv_case(c, 1, 5, 5, arch(1, 16, 8, 4, 96), 2);
+    let u = unsupported(compile(&case, &CompileOptions::default()));
+    assert_eq!(u, Unsupported::LocalMemory { core: 0, needed: 104, available: 96 });
+    // With 104 bytes it compiles, one pixel per chunk, and is right.
+    let mut case = case;
+    case.spec.arch.local_memory_bytes = 104;
+    let pim = emit(&case, &CompileOptions::default(), Stage::Pim).unwrap();
+    assert!(pim.contains("chunks: Pixels(1), 25 chunk(s)"), "{pim}");
+    let out = common::compile_and_run(&case, &CompileOptions::default()).unwrap().unwrap();
+    assert_eq!(out, pimdiff_oracle::reference(&case).unwrap());
+}
+
+#[test]
+fn too_many_instructions() {
+    // 1x1 arrays: 16 x 16 x 9 = 2304 crossbars, each run for 128 x 128 pixels.
+    let c = Conv2d { padding: [1; 4], ..conv(16, 16, [3, 3]) };
+    let mut case = conv_case(c, 1, 128, 128, arch(64, 64, 1, 1, 1 << 20), 3);
+    case.weight.fill(1);
+    let u = unsupported(compile(&case, &CompileOptions::default()));
+    let needed = 2304u64 * 128 * 128 * 2;
+    assert_eq!(u, Unsupported::TooManyInstructions { needed, limit: MAX_INSTRUCTIONS });
+}
+
+#[test]
+fn arch_too_large_for_the_program_config() {
+    let m = Mvm { in_features: 2, out_features: 2, bias: false, relu: false };
+    let mut case = mvm_case(m, 1, arch(1, 1, 4, 4, 1024), 4);
+    // Beyond the case limits, so only a hand-built case can say it.
+    case.spec.arch.local_memory_bytes = 1 << 33;
+    let u = unsupported(compile(&case, &CompileOptions::default()));
+    assert_eq!(u, Unsupported::ArchTooLarge { field: "local_memory_bytes", value: 1 << 33 });
+}
+
+#[test]
+fn a_hand_built_inconsistent_case_is_an_internal_error_not_a_panic() {
+    let m = Mvm { in_features: 3, out_features: 2, bias: false, relu: false };
+    let mut case = mvm_case(m, 1, arch(1, 4, 4, 4, 1024), 5);
+    case.weight = ndarray::ArrayD::zeros(vec![2, 2]);
+    assert!(matches!(compile(&case, &CompileOptions::default()), Err(CompileError::Internal(_))));
+}
