@@ -66,7 +66,38 @@ fn fc_layer(inf: usize, outf: usize) -> Case {
     }
 }
 
+/// Compile time of the tiny cases a hunt runs thousands of per second.
+fn tiny_cases() {
+    let arch = CaseArch { cores: 2, arrays_per_core: 32, array_rows: 4, array_cols: 4, local_memory_bytes: 4096 };
+    let mut cases = Vec::new();
+    for (i, (c, k, hw)) in [(3, 4, 5), (5, 6, 4), (2, 2, 3), (4, 3, 6)].into_iter().enumerate() {
+        let mut case = conv_layer(c, k, 3, 1, 1, hw);
+        case.spec.arch = arch;
+        case.input = tensor(&[1, c, hw, hw], i as u64 + 10);
+        cases.push(case);
+    }
+    let mut fc = fc_layer(8, 5);
+    fc.spec.arch = arch;
+    cases.push(fc);
+    let rounds = 2000;
+    let t = Instant::now();
+    let mut insts = 0usize;
+    for _ in 0..rounds {
+        for case in &cases {
+            let b = compile(case, &CompileOptions::default()).expect("compiles");
+            insts += b.program.cores.iter().map(Vec::len).sum::<usize>();
+        }
+    }
+    let per = t.elapsed().as_secs_f64() / (rounds * cases.len()) as f64;
+    println!(
+        "tiny cases (conv 3x3 up to 5->6 on <= 6x6, fc 8->5; 2 cores of 32 4x4 arrays): {:.1} µs per compile, {} instructions on average\n",
+        per * 1e6,
+        insts / (rounds * cases.len())
+    );
+}
+
 fn main() {
+    tiny_cases();
     let layers = [
         ("conv1 7x7/2 3->64 @224", conv_layer(3, 64, 7, 2, 3, 224)),
         ("3x3 64->64 @56", conv_layer(64, 64, 3, 1, 1, 56)),

@@ -6,6 +6,7 @@ mod common;
 use common::{compile_and_run, Rng};
 use ndarray::Array1;
 use pimdiff_compiler::CompileOptions;
+use pimdiff_isa::machine::{MachineOptions, Schedule};
 use pimdiff_oracle::{Case, CaseArch, CaseSpec, Conv2d, Mvm, Op};
 use proptest::prelude::*;
 
@@ -15,7 +16,7 @@ use proptest::prelude::*;
 fn random_case(seed: u64) -> Case {
     let mut r = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
     let arch = CaseArch {
-        cores: 1 + r.below(4) as usize,
+        cores: [1, 1, 2, 3, 4, 6][r.below(6) as usize],
         arrays_per_core: 1 + r.below(12) as usize,
         array_rows: 1 + r.below(6) as usize,
         array_cols: 1 + r.below(6) as usize,
@@ -30,16 +31,21 @@ fn random_case(seed: u64) -> Case {
     } else {
         let groups = if r.below(3) == 0 { 1 + r.below(3) as usize } else { 1 };
         let depthwise = groups > 1 && r.below(2) == 0;
-        let cg = if depthwise { 1 } else { 1 + r.below(4) as usize };
-        let kg = 1 + r.below(4) as usize;
-        let kernel = [1 + r.below(3) as usize, 1 + r.below(3) as usize];
-        let stride = [1 + r.below(2) as usize, 1 + r.below(3) as usize];
-        let dilation = [1 + r.below(2) as usize, 1 + r.below(2) as usize];
-        let padding = [r.below(3) as usize, r.below(3) as usize, r.below(3) as usize, r.below(2) as usize];
+        let wide = r.below(5) == 0;
+        let cg = if depthwise { 1 } else { 1 + r.below(if wide { 10 } else { 4 }) as usize };
+        let kg = 1 + r.below(if wide { 10 } else { 4 }) as usize;
+        // Now and then an extreme window: big kernels, strides, dilations and paddings
+        // (output pixels entirely in the padding, kernels larger than the input).
+        let x = if r.below(6) == 0 { 2 } else { 0 };
+        let kernel = [1 + r.below(3 + x) as usize, 1 + r.below(3 + x) as usize];
+        let stride = [1 + r.below(2 + x) as usize, 1 + r.below(3 + x) as usize];
+        let dilation = [1 + r.below(2 + x / 2) as usize, 1 + r.below(2 + x / 2) as usize];
+        let padding =
+            [r.below(3 + x) as usize, r.below(3 + x) as usize, r.below(3 + x) as usize, r.below(2 + x) as usize];
         let ext = [dilation[0] * (kernel[0] - 1) + 1, dilation[1] * (kernel[1] - 1) + 1];
         let h = (1 + r.below(6) as usize).max(ext[0].saturating_sub(padding[0] + padding[2]));
         let w = (1 + r.below(6) as usize).max(ext[1].saturating_sub(padding[1] + padding[3]));
-        let n = 1 + r.below(2) as usize;
+        let n = 1 + r.below(3) as usize;
         let conv = Conv2d {
             in_channels: groups * cg,
             out_channels: groups * kg,
@@ -92,11 +98,22 @@ fn check(seed: u64) -> Result<bool, TestCaseError> {
             Err(e) => prop_assert!(false, "options {:?}, case {:?}: {}", options, case.spec, e),
         }
     }
+    // The result must not depend on how the cores interleave.
+    if let Ok(bundle) = pimdiff_compiler::compile(&case, &CompileOptions::default()) {
+        let random = MachineOptions { schedule: Schedule::Random(seed), ..MachineOptions::default() };
+        let out = common::run_bundle_with(&case, &bundle, random);
+        prop_assert_eq!(out.as_ref(), Ok(&expected), "random schedule, case {:?}", case.spec);
+    }
     Ok(compiled)
 }
 
+/// `PIMDIFF_E2E_CASES` raises the number of cases for a soak run.
+fn cases() -> u32 {
+    std::env::var("PIMDIFF_E2E_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(512)
+}
+
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: cases(), ..ProptestConfig::default() })]
     #[test]
     fn compiled_programs_agree_with_the_oracle(seed in any::<u64>()) {
         check(seed)?;
