@@ -1,0 +1,105 @@
+//! Load time of the ten PIMCOMP-NN programs in `shared/external/pimcomp/`.
+//!
+//! `cargo bench -p pimdiff-isa --bench load` prints, per program: cores, instructions,
+//! decompressed JSON size, and the time of `formats::load_program` (gzip detection,
+//! decompression and the streaming parse). `PIMDIFF_PIMCOMP_DIR` overrides the folder. Set `PIMDIFF_LOAD_SPLIT=1` to also time the
+//! decompression alone and the parse alone, and the streaming `read_json` over a gzip reader.
+//! A program that fails to load is reported and makes the benchmark exit non-zero.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Instant;
+
+use pimdiff_isa::formats::{self, gunzip, json};
+
+const MODELS: [&str; 5] = [
+    "alexnet",
+    "googlenet",
+    "mobilenetv2",
+    "resnet18",
+    "squeezenet",
+];
+const PIPELINES: [&str; 2] = ["batch", "element"];
+
+fn main() -> ExitCode {
+    let dir = match std::env::var_os("PIMDIFF_PIMCOMP_DIR") {
+        Some(d) => PathBuf::from(d),
+        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/external/pimcomp"),
+    };
+    if !dir.is_dir() {
+        println!("skipped: {} absent", dir.display());
+        return ExitCode::SUCCESS;
+    }
+    let filter: Option<String> = std::env::args().skip(1).find(|a| !a.starts_with('-'));
+    let split = std::env::var_os("PIMDIFF_LOAD_SPLIT").is_some();
+    println!(
+        "{:<26} {:>6} {:>10} {:>9} {:>9} {:>11}{}",
+        "program",
+        "cores",
+        "insts",
+        "JSON MB",
+        "load s",
+        "Minst/s",
+        if split {
+            "   gunzip s  parse s  stream s"
+        } else {
+            ""
+        }
+    );
+    let mut failed = false;
+    let (mut total_insts, mut total_secs) = (0usize, 0f64);
+    for model in MODELS {
+        for pipeline in PIPELINES {
+            let name = format!("{model}-{pipeline}.json.gz");
+            if filter.as_deref().is_some_and(|f| !name.contains(f)) {
+                continue;
+            }
+            let path: PathBuf = dir.join(&name);
+            let t = Instant::now();
+            let program = match formats::load_program(&path) {
+                Ok(p) => p,
+                Err(e) => {
+                    println!("{name:<26} FAILED: {e}");
+                    failed = true;
+                    continue;
+                }
+            };
+            let secs = t.elapsed().as_secs_f64();
+            let insts: usize = program.cores.iter().map(Vec::len).sum();
+            total_insts += insts;
+            total_secs += secs;
+            let raw = std::fs::read(&path).expect("read");
+            let json_mb = u32::from_le_bytes(raw[raw.len() - 4..].try_into().unwrap()) as f64 / 1e6;
+            print!(
+                "{name:<26} {:>6} {:>10} {:>9.1} {:>9.3} {:>11.2}",
+                program.cores.len(),
+                insts,
+                json_mb,
+                secs,
+                insts as f64 / secs / 1e6
+            );
+            if split {
+                let t = Instant::now();
+                let text = gunzip(&raw).expect("gunzip");
+                let gunzip_s = t.elapsed().as_secs_f64();
+                let t = Instant::now();
+                let p2 = json::read_json_slice(&text).expect("parse");
+                let parse_s = t.elapsed().as_secs_f64();
+                drop(text);
+                let t = Instant::now();
+                let p3 =
+                    json::read_json(flate2::read::MultiGzDecoder::new(&raw[..])).expect("stream");
+                let stream_s = t.elapsed().as_secs_f64();
+                assert!(p2 == program && p3 == program);
+                print!("   {gunzip_s:>8.3} {parse_s:>8.3} {stream_s:>9.3}");
+            }
+            println!();
+        }
+    }
+    println!("total: {total_insts} instructions in {total_secs:.2} s");
+    if failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}
