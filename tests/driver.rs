@@ -1,0 +1,160 @@
+//! The differential driver: the in-repo compiler agrees with the oracle; external compilers
+//! go through case and bundle directories with the documented exit-code contract; reports.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use pimdiff::driver::{check_case, CompilerUnderTest, RunConfig};
+use pimdiff::generate::{case_from_seed, GenConfig};
+use pimdiff::outcome::{Outcome, Signature};
+use pimdiff::report::render_report;
+use pimdiff_compiler::{compile, CompileOptions};
+use pimdiff_isa::bundle::Bundle;
+use pimdiff_oracle::Case;
+
+fn fixture() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/fake_compiler.sh")
+}
+
+fn write_bundle(bundle: &Bundle, dir: &Path) {
+    bundle.write_dir(dir).unwrap();
+}
+
+/// The first seed whose case compiles with the in-repo compiler, with a correct bundle
+/// written to `template`.
+fn compiling_case(template: &Path) -> Case {
+    let cfg = GenConfig::default();
+    for seed in 0.. {
+        let case = case_from_seed(&cfg, seed);
+        if let Ok(bundle) = compile(&case, &CompileOptions::default()) {
+            write_bundle(&bundle, template);
+            return case;
+        }
+    }
+    unreachable!()
+}
+
+fn external(mode: &str, template: &Path, timeout: Duration) -> RunConfig {
+    let command = format!(
+        "TEMPLATE={} sh {} {mode} {{case}} {{out}}",
+        pimdiff::external::shell_quote(&template.to_string_lossy()),
+        pimdiff::external::shell_quote(&fixture().to_string_lossy())
+    );
+    RunConfig { external_timeout: timeout, ..RunConfig::with_compiler(CompilerUnderTest::External { command }) }
+}
+
+#[test]
+fn in_repo_compiler_passes_generated_cases() {
+    let gen = GenConfig::default();
+    let cfg = RunConfig::default();
+    let mut unsupported = 0;
+    for seed in 0..400u64 {
+        let case = case_from_seed(&gen, seed);
+        let result = check_case(&case, &cfg);
+        match &result.outcome {
+            Outcome::Pass => {
+                assert_eq!(result.machine_output, result.oracle, "seed {seed}");
+                assert!(result.bundle.is_some());
+            }
+            Outcome::Unsupported { .. } => unsupported += 1,
+            other => panic!("seed {seed}: {}\n{:?}", other.summary(), case.spec),
+        }
+    }
+    // The generator makes cases that fit their architecture, apart from a few on purpose.
+    assert!(unsupported <= 40, "{unsupported} of 400 unsupported");
+}
+
+#[test]
+fn random_schedule_agrees_too() {
+    let gen = GenConfig::default();
+    for seed in 0..100u64 {
+        let cfg = RunConfig { schedule: pimdiff_isa::machine::Schedule::Random(seed), ..RunConfig::default() };
+        let outcome = check_case(&case_from_seed(&gen, seed), &cfg).outcome;
+        assert!(matches!(outcome, Outcome::Pass | Outcome::Unsupported { .. }), "seed {seed}: {}", outcome.summary());
+    }
+}
+
+#[test]
+fn external_compiler_contract() {
+    let dir = tempfile::tempdir().unwrap();
+    let template = dir.path().join("template");
+    let case = compiling_case(&template);
+    let t = Duration::from_secs(20);
+
+    assert_eq!(check_case(&case, &external("copy", &template, t)).outcome, Outcome::Pass);
+
+    let broken = check_case(&case, &external("broken-io", &template, t)).outcome;
+    let Outcome::CompileError { message } = &broken else { panic!("{broken:?}") };
+    assert!(message.starts_with("the external compiler wrote a broken bundle: bundle/io.json"), "{message}");
+    assert!(broken.is_finding());
+
+    assert_eq!(
+        check_case(&case, &external("unsupported", &template, t)).outcome,
+        Outcome::Unsupported { reason: "grouped convolutions are not supported".into() }
+    );
+
+    let failed = check_case(&case, &external("fail", &template, t)).outcome;
+    assert_eq!(
+        failed,
+        Outcome::CompileError {
+            message: "the external compiler failed (exit status 1): fake_compiler: internal error: tile 3 has no core"
+                .into()
+        }
+    );
+    assert_eq!(
+        failed.signature(),
+        Some(Signature {
+            kind: "compile-error".into(),
+            detail: "the external compiler failed (exit status N): fake_compiler: internal error: tile N has no core"
+                .into()
+        })
+    );
+}
+
+#[test]
+fn external_timeout_is_poisoned() {
+    let dir = tempfile::tempdir().unwrap();
+    let template = dir.path().join("template");
+    let case = compiling_case(&template);
+    let start = std::time::Instant::now();
+    let outcome = check_case(&case, &external("sleep", &template, Duration::from_millis(300))).outcome;
+    assert!(start.elapsed() < Duration::from_secs(10), "the sleeping compiler was not killed");
+    let Outcome::Poisoned { reason } = &outcome else { panic!("{outcome:?}") };
+    assert!(reason.starts_with("the external compiler did not finish within 0.3 s (killed)"), "{reason}");
+    assert!(!outcome.is_finding());
+    assert_eq!(outcome.signature(), None);
+    assert_eq!(outcome.kind(), "poisoned");
+}
+
+#[test]
+fn describe_is_stable() {
+    assert_eq!(
+        CompilerUnderTest::default().describe(),
+        format!("in-repo pimdiff-compiler {} (skip_padding, weight_skipping)", env!("CARGO_PKG_VERSION"))
+    );
+    assert_eq!(
+        CompilerUnderTest::InRepo(CompileOptions { skip_padding: false, weight_skipping: false }).describe(),
+        format!("in-repo pimdiff-compiler {} (no optimizations)", env!("CARGO_PKG_VERSION"))
+    );
+    assert_eq!(CompilerUnderTest::External { command: "mycc {case} {out}".into() }.describe(), "external: mycc {case} {out}");
+}
+
+#[test]
+fn report_of_an_injected_mismatch() {
+    use pimdiff::mutate::BugClass;
+    let gen = GenConfig::default();
+    let cfg = RunConfig::with_compiler(CompilerUnderTest::Mutated(BugClass::MissingBias));
+    // The first seed the injected bug shows on, minimized so the snapshot stays small.
+    let (case, result) = (0..)
+        .map(|seed| {
+            let case = case_from_seed(&gen, seed);
+            let result = check_case(&case, &cfg);
+            (case, result)
+        })
+        .find(|(_, r)| r.outcome.is_finding())
+        .unwrap();
+    let sig = result.outcome.signature().unwrap();
+    let small = pimdiff::minimize::minimize(&case, &cfg, &sig, &pimdiff::minimize::MinimizeConfig::default());
+    let result = check_case(&small.case, &cfg);
+    insta::assert_snapshot!(render_report(&small.case, &result, &cfg));
+}
