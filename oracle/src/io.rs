@@ -28,6 +28,9 @@ use crate::{json, limits, npy};
 /// allocated before its header's shape has been checked against `case.json` (which is
 /// itself within the limits).
 pub fn read_case(dir: &Path) -> Result<Case, CaseError> {
+    if !fs::metadata(dir).map_err(|e| CaseError::io(dir, e))?.is_dir() {
+        return Err(CaseError::io(dir, std::io::Error::other("not a directory")));
+    }
     let json_path = dir.join(CASE_JSON);
     if !regular_file(&json_path, CASE_JSON)? {
         return Err(CaseError::MissingFile { file: CASE_JSON, why: "every case has one" });

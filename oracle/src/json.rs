@@ -95,18 +95,23 @@ pub(crate) fn spec_from_json(text: &str) -> Result<CaseSpec, CaseError> {
     Ok(CaseSpec { op, input_shape, arch })
 }
 
-/// `case.json` text for `spec`: `format` first, then the spec's fields, pretty-printed.
+/// `case.json` text for `spec`: `format`, `op`, `input_shape`, `arch`, one per line with
+/// their contents inline and in declaration order (as in the format's documentation).
 pub(crate) fn spec_to_json(spec: &CaseSpec) -> String {
-    #[derive(Serialize)]
-    struct File<'a> {
-        format: u64,
-        #[serde(flatten)]
-        spec: &'a CaseSpec,
-    }
-    let mut text = serde_json::to_string_pretty(&File { format: FORMAT_VERSION, spec })
-        .expect("a CaseSpec has only integers, booleans and strings, which always serialize");
-    text.push('\n');
-    text
+    format!(
+        "{{\n  \"format\": {FORMAT_VERSION},\n  \"op\": {},\n  \"input_shape\": {},\n  \"arch\": {}\n}}\n",
+        inline(&spec.op),
+        inline(&spec.input_shape),
+        inline(&spec.arch)
+    )
+}
+
+/// One-line JSON with a space after every `:` and `,` and inside braces. Safe as a textual
+/// rewrite because the only strings in a spec are field names and `"conv2d"`/`"mvm"`.
+fn inline<T: Serialize>(v: &T) -> String {
+    // Integers, booleans and strings always serialize.
+    let compact = serde_json::to_string(v).unwrap_or_else(|_| "null".into());
+    compact.replace(',', ", ").replace(':', ": ").replace('{', "{ ").replace('}', " }")
 }
 
 fn object<'a>(v: &'a Value, field: &str) -> Result<&'a Map<String, Value>, CaseError> {

@@ -1,10 +1,71 @@
-//! `pimdiff oracle` (not implemented yet).
+//! `pimdiff oracle CASE_DIR [--out FILE.npy]`: validate a case, compute its exact reference
+//! output, optionally write it, and compare it with the case's `expected.npy`.
+//!
+//! Exit status: 0 when the case is valid and agrees with its `expected.npy` (or has none);
+//! 1 when `expected.npy` differs from the oracle (the count and the first differing elements
+//! are printed); 2 on a bad case (the error names the file and the field) or an unwritable
+//! `--out`.
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 
-#[derive(clap::Args, Debug)]
-pub struct Args {}
+use anyhow::Context;
+use pimdiff_oracle::io::{read_case, write_npy_atomic};
+use pimdiff_oracle::reference;
 
-pub fn main(_args: Args) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("`pimdiff oracle` is not implemented yet")
+use super::{exit, EXIT_FINDING, EXIT_OK};
+use crate::compare::compare;
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// The case directory (case.json, input.npy, weight.npy, [bias.npy], [expected.npy]).
+    pub case_dir: PathBuf,
+    /// Write the reference output here as an int32 .npy (atomically: a temporary file beside
+    /// it, then a rename; an existing file is replaced).
+    #[arg(long, value_name = "FILE.npy")]
+    pub out: Option<PathBuf>,
+}
+
+pub fn main(args: Args) -> anyhow::Result<ExitCode> {
+    let dir = &args.case_dir;
+    let case = read_case(dir).with_context(|| format!("invalid case {}", dir.display()))?;
+    let output = reference(&case).with_context(|| format!("case {}", dir.display()))?;
+    if let Some(out) = &args.out {
+        write_npy_atomic(out, &output).with_context(|| format!("writing {}", out.display()))?;
+    }
+    let op = case.spec.op.kind();
+    let shape = output.shape().to_vec();
+    let Some(expected) = &case.expected else {
+        println!(
+            "ok: {}: {op}, output {shape:?} ({} elements); no expected.npy to compare",
+            dir.display(),
+            output.len()
+        );
+        return Ok(exit(EXIT_OK));
+    };
+    match compare(&output, expected) {
+        None => {
+            println!(
+                "ok: {}: {op}, output {shape:?} ({} elements) equals expected.npy",
+                dir.display(),
+                output.len()
+            );
+            Ok(exit(EXIT_OK))
+        }
+        Some(m) => {
+            println!(
+                "mismatch: {}: {op}, output {shape:?}: {} of {} elements of expected.npy differ from the oracle",
+                dir.display(),
+                m.differing,
+                m.total
+            );
+            for (index, oracle, exp) in &m.first {
+                println!("  at {index:?}: expected {exp}, oracle {oracle}");
+            }
+            if m.differing > m.first.len() {
+                println!("  ... and {} more", m.differing - m.first.len());
+            }
+            Ok(exit(EXIT_FINDING))
+        }
+    }
 }
