@@ -184,7 +184,7 @@ fn print_trace(trace: &Trace) {
                 parts.push(format!("{space}[{}..{}] {} -> {}", c.addr, c.addr as u64 + c.old.len() as u64, hex(&c.old), hex(&c.new)));
             }
         }
-        println!("trace core {} pc {}: {:?}: {}", e.core, e.pc, e.inst, parts.join("; "));
+        println!("trace core {} pc {}: {}: {}", e.core, e.pc, e.inst, parts.join("; "));
     }
 }
 

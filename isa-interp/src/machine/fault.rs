@@ -53,9 +53,8 @@ impl fmt::Display for RunOutcome {
 }
 
 /// The instruction as assembly text, for reports.
-/// FIXME: switch to `inst.to_string()` once the formats module provides `Display for Inst`.
 pub(crate) fn inst_text(inst: &Inst) -> String {
-    format!("{inst:?}")
+    inst.to_string()
 }
 
 /// A run-time fault: which core, where, which instruction, and why (with the offending values).
