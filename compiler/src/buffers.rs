@@ -6,13 +6,17 @@
 //! bias vector (a constant segment) after that, each 64-byte aligned.
 //!
 //! Output pixels are processed in *chunks*, the same for every core: as many whole images as
-//! fit, else as many output rows of one image, else as many pixels of one output row; one
-//! pixel is the minimal chunk. For a chunk a core holds the *input window* (the bounding box
-//! of the input pixels the chunk reads, all channels, NHWC; with padding skipping clipped to
-//! the real input, without it including the zero padding), one int32 accumulator per class it
-//! computes (`[pixels][width]`), one scratch buffer for further crossbars' products, one
-//! receive buffer when it owns a class others contribute to, and the bias of the classes it
-//! owns.
+//! fit, else as many output rows of one image, else as many pixels of one output row. For a
+//! chunk a core holds the *input window* (the bounding box of the input pixels the chunk
+//! reads, all channels, NHWC; with padding skipping clipped to the real input, without it
+//! including the zero padding), one int32 accumulator per class it computes
+//! (`[pixels][width]`), one scratch buffer for further crossbars' products, one receive
+//! buffer when it owns a class others contribute to, and the bias of the classes it owns.
+//!
+//! When not even one pixel's window fits, the last resort is *gathering*: no window, each
+//! crossbar's input vector is loaded from GMem (`ld` of one channel tile) into a slot of at
+//! most `array_rows` bytes right before its `mvmul`. The minimal chunk is one gathered pixel;
+//! only when that does not fit is the case unsupported.
 
 use std::fmt::Write as _;
 
@@ -32,6 +36,14 @@ pub enum ChunkKind {
     Rows(usize),
     /// `u` pixels of one output row.
     Pixels(usize),
+    /// `u` pixels of one output row, input vectors gathered one by one (no window).
+    Gather(usize),
+}
+
+impl ChunkKind {
+    pub fn gathers(self) -> bool {
+        matches!(self, ChunkKind::Gather(_))
+    }
 }
 
 /// A box of output pixels: images `n0..n1`, rows `oh0..oh1`, columns `ow0..ow1`; its
@@ -93,7 +105,7 @@ fn window_bound(p: &Problem, kind: ChunkKind, clip: bool) -> u64 {
     let (m, t, u) = match kind {
         ChunkKind::Images(m) => (m, p.oh, p.ow),
         ChunkKind::Rows(t) => (1, t, p.ow),
-        ChunkKind::Pixels(u) => (1, 1, u),
+        ChunkKind::Pixels(u) | ChunkKind::Gather(u) => (1, 1, u),
     };
     let mut rows = span(t, p.sh, p.kh, p.dh);
     let mut cols = span(u, p.sw, p.kw, p.dw);
@@ -108,7 +120,7 @@ fn kind_pixels(p: &Problem, kind: ChunkKind) -> usize {
     match kind {
         ChunkKind::Images(m) => m * p.oh * p.ow,
         ChunkKind::Rows(t) => t * p.ow,
-        ChunkKind::Pixels(u) => u,
+        ChunkKind::Pixels(u) | ChunkKind::Gather(u) => u,
     }
 }
 
@@ -125,9 +137,20 @@ pub struct CoreNeeds {
     pub recv_width: usize,
     /// Owned classes that add a bias, with their widths.
     pub bias: Vec<(usize, usize)>,
+    /// Rows of the tallest crossbar here: the input slot when gathering.
+    pub gather_slot: usize,
 }
 
 impl CoreNeeds {
+    /// Input bytes for a chunk of `kind`, whose window is at most `window` bytes.
+    fn input_bytes(&self, kind: ChunkKind, window: u64) -> u64 {
+        match (self.window, kind.gathers()) {
+            (false, _) => 0,
+            (true, true) => self.gather_slot as u64,
+            (true, false) => window,
+        }
+    }
+
     fn bytes(&self, window: u64, pixels: usize) -> u64 {
         let px = pixels as u64;
         let per_px: u64 = self.classes.iter().map(|&(_, w)| align4(w as u64 * 4)).sum::<u64>()
@@ -212,6 +235,9 @@ pub fn bufferize(case: &Case, spatial: &Spatial, mapping: &Mapping, clip: bool) 
         for part in &red.parts {
             let n = &mut needs[part.core];
             n.window = true;
+            for &pi in &part.placements {
+                n.gather_slot = n.gather_slot.max(spatial.xbars[mapping.placements[pi].xbar].rows);
+            }
             n.classes.push((ci, width));
             if part.placements.len() >= 2 {
                 n.scratch_width = n.scratch_width.max(width);
@@ -235,7 +261,7 @@ pub fn bufferize(case: &Case, spatial: &Spatial, mapping: &Mapping, clip: bool) 
         needs
             .iter()
             .enumerate()
-            .map(|(core, n)| (n.bytes(win, px), core))
+            .map(|(core, n)| (n.bytes(n.input_bytes(kind, win), px), core))
             .max()
             .unwrap_or((0, 0))
     };
@@ -262,8 +288,10 @@ pub fn bufferize(case: &Case, spatial: &Spatial, mapping: &Mapping, clip: bool) 
         ChunkKind::Rows(t)
     } else if let Some(u) = largest(p.ow, &ChunkKind::Pixels) {
         ChunkKind::Pixels(u)
+    } else if let Some(u) = largest(p.ow, &ChunkKind::Gather) {
+        ChunkKind::Gather(u)
     } else {
-        let (needed, core) = need_of(ChunkKind::Pixels(1));
+        let (needed, core) = need_of(ChunkKind::Gather(1));
         return Err(CompileError::Unsupported(Unsupported::LocalMemory { core, needed, available: lmem }));
     };
     let chunks = make_chunks(p, kind);
@@ -279,9 +307,10 @@ pub fn bufferize(case: &Case, spatial: &Spatial, mapping: &Mapping, clip: bool) 
             at += w as u64 * 4;
         }
         if n.window {
+            let bytes = n.input_bytes(kind, win_bytes);
             b.window = at as u32;
-            b.window_bytes = win_bytes as u32;
-            at = align4(at + win_bytes);
+            b.window_bytes = bytes as u32;
+            at = align4(at + bytes);
         }
         for &(c, w) in &n.classes {
             b.acc.push((c, at as u32));
@@ -342,7 +371,7 @@ fn make_chunks(p: &Problem, kind: ChunkKind) -> Vec<Chunk> {
                 }
             }
         }
-        ChunkKind::Pixels(u) => {
+        ChunkKind::Pixels(u) | ChunkKind::Gather(u) => {
             for n0 in 0..p.n {
                 for oh0 in 0..p.oh {
                     for ow0 in (0..p.ow).step_by(u) {
@@ -373,7 +402,8 @@ pub fn describe(b: &Buffers, out: &mut String) {
             let _ = write!(out, " bias[class {c}]@{a}");
         }
         if b.needs[core].window {
-            let _ = write!(out, " window@{}+{}", cb.window, cb.window_bytes);
+            let name = if b.kind.gathers() { "gather slot" } else { "window" };
+            let _ = write!(out, " {name}@{}+{}", cb.window, cb.window_bytes);
         }
         for &(c, a) in &cb.acc {
             let _ = write!(out, " acc[class {c}]@{a}");

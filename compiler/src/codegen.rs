@@ -3,7 +3,8 @@
 //!
 //! Per chunk, every core
 //! 1. loads its input window (`lldi` zeroes first when the window includes padding, i.e.
-//!    padding skipping is off; then one `ld` per contiguous run of real input),
+//!    padding skipping is off; then one `ld` per contiguous run of real input); when
+//!    gathering, instead, each crossbar's input tile is loaded right before its `mvmul`,
 //! 2. computes, class by class, its partial sums: the class's first crossbar writes the
 //!    accumulator with `mvmul` (`lldi` zeroes where it is skipped), every further crossbar
 //!    writes the scratch buffer and is added with one `vvadd` per run of pixels it computed,
@@ -167,9 +168,10 @@ pub fn generate(spatial: &Spatial, mapping: &Mapping, buffers: &Buffers, clip: b
         let win = window(p, chunk, clip);
         let n_imgs = chunk.n1 - chunk.n0;
 
-        // 1. Input windows.
+        // 1. Input windows (none when gathering).
+        let gather = buffers.kind.gathers();
         for (core, e) in em.iter_mut().enumerate() {
-            if !buffers.needs[core].window {
+            if gather || !buffers.needs[core].window {
                 continue;
             }
             load_window(e, p, chunk, &win, buffers.cores[core].window, in_addr, n_imgs);
@@ -188,6 +190,7 @@ pub fn generate(spatial: &Spatial, mapping: &Mapping, buffers: &Buffers, clip: b
                     let x = spatial.xbars[pl.xbar];
                     valid.clear();
                     src.clear();
+                    let tile_bytes = x.rows as u32;
                     for n in chunk.n0..chunk.n1 {
                         for oh in chunk.oh0..chunk.oh1 {
                             let ih = p.in_row(oh, x.i);
@@ -196,7 +199,15 @@ pub fn generate(spatial: &Spatial, mapping: &Mapping, buffers: &Buffers, clip: b
                                 let inside = (0..p.h as i64).contains(&ih) && (0..p.w as i64).contains(&iw);
                                 let use_it = inside || !clip;
                                 valid.push(use_it);
-                                if use_it {
+                                if gather {
+                                    // GMem address of the tile, or u32::MAX for padding.
+                                    src.push(if inside {
+                                        in_addr
+                                            + (((n * p.h + ih as usize) * p.w + iw as usize) * p.c + x.c0) as u32
+                                    } else {
+                                        u32::MAX
+                                    });
+                                } else if use_it {
                                     let pix = (((n - chunk.n0) * win.rows) as i64 + (ih - win.r0)) * win.cols as i64
                                         + (iw - win.c0);
                                     src.push(cb.window + (pix as usize * p.c + x.c0) as u32);
@@ -209,9 +220,21 @@ pub fn generate(spatial: &Spatial, mapping: &Mapping, buffers: &Buffers, clip: b
                     let first = nth == 0;
                     let target = if first { acc } else { cb.scratch };
                     for q in 0..px {
-                        if valid[q] {
-                            e.mvmul(target + q as u32 * row_bytes, src[q], pl.array as u32, fold_relu[ci]);
+                        if !valid[q] {
+                            continue;
                         }
+                        let input = if gather {
+                            // One tile into the slot: real input, or multiplied padding zeros.
+                            if src[q] == u32::MAX {
+                                e.zero(cb.window, tile_bytes);
+                            } else {
+                                e.ld(cb.window, src[q], tile_bytes);
+                            }
+                            cb.window
+                        } else {
+                            src[q]
+                        };
+                        e.mvmul(target + q as u32 * row_bytes, input, pl.array as u32, fold_relu[ci]);
                     }
                     // Runs of equal validity.
                     let mut q = 0;

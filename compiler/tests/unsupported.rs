@@ -40,19 +40,27 @@ fn not_enough_arrays() {
 }
 
 #[test]
-fn local_memory_too_small_even_for_one_pixel() {
-    // One pixel needs a 3x3x8 window (72 bytes) + an accumulator and a scratch row (2 x 16).
+fn local_memory_too_small_even_for_one_gathered_pixel() {
+    // A one-pixel window is 3x3x8 = 72 bytes; gathering needs an 8-byte input slot, plus an
+    // accumulator and a scratch row (2 x 16 bytes) either way.
     let c = Conv2d { padding: [1; 4], ..conv(8, 4, [3, 3]) };
-    let case = conv_case(c, 1, 5, 5, arch(1, 16, 8, 4, 96), 2);
+    let mut case = conv_case(c, 1, 5, 5, arch(1, 16, 8, 4, 36), 2);
     let u = unsupported(compile(&case, &CompileOptions::default()));
-    assert_eq!(u, Unsupported::LocalMemory { core: 0, needed: 104, available: 96 });
-    // With 104 bytes it compiles, one pixel per chunk, and is right.
-    let mut case = case;
-    case.spec.arch.local_memory_bytes = 104;
-    let pim = emit(&case, &CompileOptions::default(), Stage::Pim).unwrap();
-    assert!(pim.contains("chunks: Pixels(1), 25 chunk(s)"), "{pim}");
-    let out = common::compile_and_run(&case, &CompileOptions::default()).unwrap().unwrap();
-    assert_eq!(out, pimdiff_oracle::reference(&case).unwrap());
+    assert_eq!(u, Unsupported::LocalMemory { core: 0, needed: 40, available: 36 });
+    assert_eq!(
+        u.to_string(),
+        "local memory too small on core 0: even a one-pixel chunk needs 40 bytes, 36 available"
+    );
+    // 40 bytes: one gathered pixel per chunk; 103: three; 104: a one-pixel window.
+    for (lmem, chunks) in [(40, "Gather(1), 25 chunk(s)"), (103, "Gather(2), 15 chunk(s)"), (104, "Pixels(1), 25 chunk(s)")] {
+        case.spec.arch.local_memory_bytes = lmem;
+        let pim = emit(&case, &CompileOptions::default(), Stage::Pim).unwrap();
+        assert!(pim.contains(chunks), "{lmem}: {pim}");
+        for options in [CompileOptions::default(), CompileOptions { skip_padding: false, weight_skipping: false }] {
+            let out = common::compile_and_run(&case, &options).unwrap().expect("fits");
+            assert_eq!(out, pimdiff_oracle::reference(&case).unwrap(), "{lmem} {options:?}");
+        }
+    }
 }
 
 #[test]
