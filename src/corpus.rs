@@ -533,3 +533,198 @@ pub fn write_json<T: Serialize>(dir: &Path, name: &str, value: &T) -> Result<(),
     let path = dir.join(name);
     fs::write(&path, to_json_text(value)).map_err(io_err(&path))
 }
+
+// ---------------------------------------------------------------------------------------------
+// Saving a finding.
+
+/// Why a finding could not be saved or a case directory could not be loaded.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum EntryError {
+    /// The case itself (`case.json`, the `.npy` files) is invalid.
+    #[error("{}: {source}", dir.display())]
+    Case { dir: PathBuf, source: pimdiff_oracle::CaseError },
+    /// The bundle could not be written.
+    #[error("{}: {source}", dir.display())]
+    Bundle { dir: PathBuf, source: pimdiff_isa::bundle::BundleError },
+    /// `expect.json` names an injected bug this version does not know.
+    #[error("{}: field `mutation`: unknown bug class {name:?} (known: {known})", path.display())]
+    UnknownMutation { path: PathBuf, name: String, known: String },
+    #[error(transparent)]
+    Corpus(#[from] CorpusError),
+}
+
+/// Saves a finding directory at `dest` atomically: the case (with `expected.npy` when
+/// `case.expected` is set — the hunt sets it to the oracle's output), `bundle/` when there is
+/// one, `report.md` and `finding.json`. `dest` must not exist.
+pub fn save_finding(
+    dest: &Path,
+    case: &pimdiff_oracle::Case,
+    bundle: Option<&pimdiff_isa::bundle::Bundle>,
+    report: &str,
+    meta: &FindingMeta,
+) -> Result<PathBuf, EntryError> {
+    let dir = AtomicDir::create(dest)?;
+    pimdiff_oracle::io::write_case(case, dir.path())
+        .map_err(|source| EntryError::Case { dir: dest.to_path_buf(), source })?;
+    if let Some(bundle) = bundle {
+        bundle
+            .write_dir(&dir.path().join(BUNDLE_DIR))
+            .map_err(|source| EntryError::Bundle { dir: dest.to_path_buf(), source })?;
+    }
+    let report_path = dir.path().join(REPORT_MD);
+    fs::write(&report_path, report).map_err(io_err(&report_path))?;
+    write_json(dir.path(), FINDING_JSON, meta)?;
+    Ok(dir.commit()?)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Loading and checking entries (repro, replay, the corpus test).
+
+use crate::driver::{check_case, CaseResult, CompilerUnderTest, RunConfig};
+use crate::mutate::BugClass;
+
+/// A case directory with what it says about itself.
+#[derive(Clone, Debug)]
+pub struct Entry {
+    pub dir: PathBuf,
+    pub case: pimdiff_oracle::Case,
+    pub meta: EntryMeta,
+    /// The injected bug `expect.json` asks for, if any.
+    pub mutation: Option<BugClass>,
+}
+
+/// Reads a case directory, its `finding.json` / `expect.json`, and checks the mutation name.
+pub fn load_entry(dir: &Path) -> Result<Entry, EntryError> {
+    let case = pimdiff_oracle::io::read_case(dir).map_err(|source| EntryError::Case { dir: dir.to_path_buf(), source })?;
+    let meta = read_entry_meta(dir)?;
+    let mutation = match meta.mutation() {
+        None => None,
+        Some(name) => Some(BugClass::from_name(name).ok_or_else(|| EntryError::UnknownMutation {
+            path: dir.join(EXPECT_JSON),
+            name: name.to_string(),
+            known: BugClass::ALL.iter().map(|b| b.name()).collect::<Vec<_>>().join(", "),
+        })?),
+    };
+    Ok(Entry { dir: dir.to_path_buf(), case, meta, mutation })
+}
+
+/// The result of checking one entry.
+#[derive(Clone, Debug)]
+pub struct EntryResult {
+    pub result: CaseResult,
+    pub observed: Observed,
+    /// The compiler actually used (an entry's mutation overrides the base configuration).
+    pub run: RunConfig,
+    /// `expected.npy` is present and differs from the oracle's output: the case contradicts
+    /// itself, which counts as a finding (`(index, expected.npy, oracle)` of the first ones,
+    /// and the count).
+    pub expected_disagrees: Option<(usize, Vec<(Vec<usize>, i32, i32)>)>,
+    /// Whether the observation meets the entry's expectation (`None`: the entry has none).
+    pub meets_expectation: Option<bool>,
+}
+
+impl EntryResult {
+    /// Whether this is a finding: the outcome is one, or `expected.npy` disagrees.
+    pub fn is_finding(&self) -> bool {
+        self.observed.finding || self.expected_disagrees.is_some()
+    }
+}
+
+/// What `repro` and `replay` observe for an outcome.
+pub fn observe(outcome: &crate::driver::Outcome) -> Observed {
+    Observed {
+        kind: outcome.kind().to_string(),
+        finding: outcome.is_finding(),
+        signature: outcome.signature().map(|s| s.to_string()),
+        unsupported_reason: match outcome {
+            crate::driver::Outcome::Unsupported { reason } => Some(reason.clone()),
+            _ => None,
+        },
+    }
+}
+
+/// The run configuration for `entry`: `base`, with the in-repo compiler replaced by the
+/// entry's injected bug when it names one.
+pub fn run_config_for(entry: &Entry, base: &RunConfig) -> RunConfig {
+    match entry.mutation {
+        Some(bug) => RunConfig { compiler: CompilerUnderTest::Mutated(bug), ..base.clone() },
+        None => base.clone(),
+    }
+}
+
+/// Checks one entry: compile, run, compare with the oracle and with `expected.npy`, and with
+/// the recorded expectation.
+pub fn check_entry(entry: &Entry, base: &RunConfig) -> EntryResult {
+    let run = run_config_for(entry, base);
+    let result = check_case(&entry.case, &run);
+    let expected_disagrees = match (&entry.case.expected, &result.oracle) {
+        (Some(expected), Some(oracle)) => differing(expected, oracle),
+        _ => None,
+    };
+    let mut observed = observe(&result.outcome);
+    if expected_disagrees.is_some() && !observed.finding {
+        observed.finding = true;
+    }
+    let meets_expectation = entry.meta.expectation().map(|e| {
+        // A case whose expected.npy contradicts the oracle meets only a finding expectation.
+        let base_ok = e.is_met_by(&observed);
+        base_ok && (expected_disagrees.is_none() || !matches!(e, Expectation::Pass | Expectation::Unsupported(_)))
+    });
+    EntryResult { result, observed, run, expected_disagrees, meets_expectation }
+}
+
+/// How many elements of `a` (expected.npy) and `b` (oracle) differ, and the first eight as
+/// `(index, a, b)`; `None` when equal.
+fn differing(a: &ndarray::ArrayD<i32>, b: &ndarray::ArrayD<i32>) -> Option<(usize, Vec<(Vec<usize>, i32, i32)>)> {
+    if a.shape() != b.shape() {
+        return Some((a.len().max(b.len()), Vec::new()));
+    }
+    let mut count = 0;
+    let mut first = Vec::new();
+    for ((idx, &x), &y) in a.indexed_iter().zip(b.iter()) {
+        if x != y {
+            count += 1;
+            if first.len() < 8 {
+                first.push((ndarray::Dimension::slice(&idx).to_vec(), x, y));
+            }
+        }
+    }
+    (count > 0).then_some((count, first))
+}
+
+/// One row of a replay.
+#[derive(Debug)]
+pub struct ReplayRow {
+    pub dir: PathBuf,
+    /// The entry could not be read (bad input), or it was checked.
+    pub result: Result<EntryResult, EntryError>,
+    pub expectation: Option<Expectation>,
+}
+
+impl ReplayRow {
+    /// Whether the row meets its expectation. An entry without one must not be a finding.
+    pub fn ok(&self) -> bool {
+        match &self.result {
+            Err(_) => false,
+            Ok(r) => r.meets_expectation.unwrap_or(!r.is_finding()),
+        }
+    }
+}
+
+/// Replays every case directory under `paths` (see [`discover`]) on the current rayon pool.
+/// Rows come back sorted by directory.
+pub fn replay(paths: &[PathBuf], base: &RunConfig) -> Result<Vec<ReplayRow>, CorpusError> {
+    use rayon::prelude::*;
+    let dirs = discover(paths)?;
+    Ok(dirs
+        .into_par_iter()
+        .map(|dir| match load_entry(&dir) {
+            Ok(entry) => {
+                let expectation = entry.meta.expectation().cloned();
+                ReplayRow { dir, result: Ok(check_entry(&entry, base)), expectation }
+            }
+            Err(e) => ReplayRow { dir, result: Err(e), expectation: None },
+        })
+        .collect())
+}

@@ -307,3 +307,402 @@ where
     firsts.sort_by_key(|f| f.index);
     Sweep { cases_run, counts, firsts, interrupted, elapsed: start.elapsed() }
 }
+
+// ---------------------------------------------------------------------------------------------
+// The hunt: sweep, then minimize and save the first case of every signature, then summarize.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::corpus::{self, CorpusError, FindingMeta, MinimizationStats, Origin};
+use crate::driver::{check_case, RunConfig, Signature};
+use crate::generate::{case_from_seed, GenConfig};
+use crate::minimize::{case_size, minimize, MinimizeConfig};
+
+/// Everything a hunt needs.
+#[derive(Clone, Debug)]
+pub struct HuntConfig {
+    /// The hunt seed `S`.
+    pub seed: u64,
+    pub limit: Limit,
+    /// Worker threads; 0 means one per available core.
+    pub jobs: usize,
+    pub shard: Shard,
+    pub generator: GenConfig,
+    pub run: RunConfig,
+    pub minimize: MinimizeConfig,
+    /// Where `findings/`, `summary.json` and `summary.md` go.
+    pub out: PathBuf,
+}
+
+/// How a hunt is steered from outside: stop requests (first Ctrl-C), minimization cut short
+/// (second Ctrl-C), and whether to draw a progress bar.
+#[derive(Clone, Debug, Default)]
+pub struct HuntControl {
+    /// Set: no new case starts; what was found is minimized, saved and summarized.
+    pub stop: Arc<AtomicBool>,
+    /// Set: minimizations still running are abandoned and their findings saved unminimized.
+    pub abort_minimization: Arc<AtomicBool>,
+    /// Draw an indicatif progress bar on stderr (the caller decides: a terminal, no --quiet).
+    pub progress: bool,
+}
+
+/// Why a hunt could not run or could not save its results (bad set-up, not findings).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum HuntError {
+    /// `OUT/findings` already holds findings of an earlier hunt.
+    #[error("{}: already holds findings of an earlier hunt; choose another --out or remove them", path.display())]
+    OutNotEmpty { path: PathBuf },
+    /// The worker pool could not be created.
+    #[error("cannot start {jobs} worker threads: {message}")]
+    Pool { jobs: usize, message: String },
+    #[error(transparent)]
+    Corpus(#[from] CorpusError),
+    #[error(transparent)]
+    Save(#[from] corpus::EntryError),
+}
+
+/// One unique finding of a hunt, as listed in the summary.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FindingSummary {
+    /// The finding directory, relative to the hunt's `--out` (`findings/001-...`).
+    pub dir: String,
+    /// The signature's display form.
+    pub signature: String,
+    pub outcome: String,
+    /// The first (lowest) case index with this signature, and its generator seed.
+    pub case_index: u64,
+    pub case_seed: u64,
+    /// Cases of the hunt with this signature.
+    pub occurrences: u64,
+    pub minimization: MinimizationStats,
+}
+
+/// `summary.json`: the whole hunt in one file.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HuntSummary {
+    pub pimdiff_version: String,
+    pub seed: u64,
+    pub shard: Shard,
+    /// `--cases N` when the hunt was limited by a case count.
+    pub cases_requested: Option<u64>,
+    /// `--duration` in seconds when the hunt was limited by time.
+    pub duration_requested_s: Option<f64>,
+    /// Whether Ctrl-C / SIGTERM ended the hunt early.
+    pub interrupted: bool,
+    pub cases_run: u64,
+    /// Cases per outcome kind.
+    pub outcomes: BTreeMap<String, u64>,
+    pub findings: Vec<FindingSummary>,
+    pub jobs: usize,
+    /// Cases per second of the sweep (generation, compilation, interpretation, comparison).
+    pub cases_per_second: f64,
+    /// Seconds spent running cases, and in total (with minimization and saving).
+    pub sweep_time_s: f64,
+    pub wall_time_s: f64,
+    /// `CompilerUnderTest::describe()`.
+    pub compiler: String,
+    pub generator: GenConfig,
+}
+
+/// The summary files inside `--out`.
+pub const SUMMARY_JSON: &str = "summary.json";
+pub const SUMMARY_MD: &str = "summary.md";
+/// The directory of finding directories inside `--out`.
+pub const FINDINGS_DIR: &str = "findings";
+
+/// Runs a hunt: sweep, minimize and save every unique finding, write `summary.json` and
+/// `summary.md`. Findings are returned in the summary (they are data, not errors).
+pub fn run_hunt(cfg: &HuntConfig, control: &HuntControl) -> Result<HuntSummary, HuntError> {
+    let start = Instant::now();
+    let findings_dir = cfg.out.join(FINDINGS_DIR);
+    prepare_out(&cfg.out, &findings_dir)?;
+    let jobs = if cfg.jobs == 0 { std::thread::available_parallelism().map_or(1, |n| n.get()) } else { cfg.jobs };
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(jobs)
+        .thread_name(|i| format!("pimdiff-hunt-{i}"))
+        .build()
+        .map_err(|e| HuntError::Pool { jobs, message: e.to_string() })?;
+    let generator = cfg.generator.sanitized();
+
+    let bar = progress_bar(control.progress, cfg.limit, cfg.shard);
+    let result = sweep(
+        cfg.limit,
+        cfg.shard,
+        &pool,
+        &control.stop,
+        |k| {
+            let case = case_from_seed(&generator, case_seed(cfg.seed, k));
+            let outcome = check_case(&case, &cfg.run).outcome;
+            Observation { kind: outcome.kind(), signature: outcome.signature() }
+        },
+        |p| update_bar(&bar, p),
+    );
+    bar.finish_and_clear();
+    let sweep_time = result.elapsed;
+
+    if control.progress && !result.firsts.is_empty() {
+        eprintln!("minimizing {} unique finding(s)...", result.firsts.len());
+    }
+    let saved: Vec<Result<FindingSummary, HuntError>> = pool.install(|| {
+        result
+            .firsts
+            .par_iter()
+            .enumerate()
+            .map(|(i, first)| save_one(cfg, &generator, control, &findings_dir, i + 1, first))
+            .collect()
+    });
+    let findings = saved.into_iter().collect::<Result<Vec<_>, _>>()?;
+
+    let secs = sweep_time.as_secs_f64();
+    let summary = HuntSummary {
+        pimdiff_version: env!("CARGO_PKG_VERSION").to_string(),
+        seed: cfg.seed,
+        shard: cfg.shard,
+        cases_requested: match cfg.limit {
+            Limit::Cases(n) => Some(n),
+            Limit::Duration(_) => None,
+        },
+        duration_requested_s: match cfg.limit {
+            Limit::Cases(_) => None,
+            Limit::Duration(d) => Some(d.as_secs_f64()),
+        },
+        interrupted: result.interrupted,
+        cases_run: result.cases_run,
+        outcomes: result.counts,
+        findings,
+        jobs,
+        cases_per_second: if secs > 0.0 { result.cases_run as f64 / secs } else { 0.0 },
+        sweep_time_s: secs,
+        wall_time_s: start.elapsed().as_secs_f64(),
+        compiler: cfg.run.compiler.describe(),
+        generator,
+    };
+    corpus::write_file_atomic(&cfg.out.join(SUMMARY_JSON), corpus::to_json_text(&summary).as_bytes())?;
+    corpus::write_file_atomic(&cfg.out.join(SUMMARY_MD), render_summary(&summary).as_bytes())?;
+    Ok(summary)
+}
+
+/// Creates `out` and `out/findings`, removes leftovers of an interrupted earlier run, and
+/// refuses a findings directory that already holds findings.
+fn prepare_out(out: &Path, findings_dir: &Path) -> Result<(), HuntError> {
+    std::fs::create_dir_all(findings_dir)
+        .map_err(|source| CorpusError::Io { path: findings_dir.to_path_buf(), source })?;
+    corpus::clean_temp_dirs(out)?;
+    corpus::clean_temp_dirs(findings_dir)?;
+    let mut entries = std::fs::read_dir(findings_dir)
+        .map_err(|source| CorpusError::Io { path: findings_dir.to_path_buf(), source })?;
+    if entries.any(|e| e.is_ok_and(|e| !e.file_name().to_string_lossy().starts_with('.'))) {
+        return Err(HuntError::OutNotEmpty { path: findings_dir.to_path_buf() });
+    }
+    Ok(())
+}
+
+/// Regenerates the first case of one signature, minimizes it (abandoning the minimization on
+/// a second Ctrl-C), reruns the result for its bundle and report, and saves the finding.
+fn save_one(
+    cfg: &HuntConfig,
+    generator: &GenConfig,
+    control: &HuntControl,
+    findings_dir: &Path,
+    number: usize,
+    first: &FirstSeen<Signature>,
+) -> Result<FindingSummary, HuntError> {
+    let seed = case_seed(cfg.seed, first.index);
+    let original = case_from_seed(generator, seed);
+    let original_size = case_size(&original);
+    let (case, tried, kept, cut_short) = match minimize_abortable(&original, cfg, &first.signature, control) {
+        Some(m) => {
+            let cut = m.log.last().is_some_and(|l| l.starts_with("stopped: budget"));
+            (m.case, m.tried as u64, m.kept as u64, cut)
+        }
+        None => (original.clone(), 0, 0, true),
+    };
+    let mut result = check_case(&case, &cfg.run);
+    let (mut case, mut result) = if result.outcome.signature().as_ref() == Some(&first.signature) {
+        (case, result)
+    } else {
+        // Minimization is deterministic, so this only happens with a flaky external compiler:
+        // keep the original case, which showed the signature during the sweep.
+        result = check_case(&original, &cfg.run);
+        (original.clone(), result)
+    };
+    case.expected = result.oracle.take();
+    let report = crate::report::render_report(&case, &result, &cfg.run);
+    let signature = result.outcome.signature().unwrap_or_else(|| first.signature.clone());
+    let stats = MinimizationStats {
+        tried,
+        kept,
+        original_size,
+        minimized_size: case_size(&case),
+        cut_short,
+    };
+    let meta = FindingMeta {
+        format: corpus::META_FORMAT,
+        signature: signature.to_string(),
+        signature_detail: serde_json::to_value(&signature).unwrap_or_default(),
+        outcome: result.outcome.kind().to_string(),
+        expect: corpus::Expectation::Signature(signature.to_string()),
+        compiler: cfg.run.compiler.describe(),
+        pimdiff_version: env!("CARGO_PKG_VERSION").to_string(),
+        origin: Some(Origin { hunt_seed: cfg.seed, case_index: first.index, case_seed: seed }),
+        generator: serde_json::to_value(generator).unwrap_or_default(),
+        minimization: Some(stats.clone()),
+    };
+    let name = format!("{number:03}-{}", slug(&first.signature.to_string()));
+    corpus::save_finding(&findings_dir.join(&name), &case, result.bundle.as_ref(), &report, &meta)?;
+    Ok(FindingSummary {
+        dir: format!("{FINDINGS_DIR}/{name}"),
+        signature: first.signature.to_string(),
+        outcome: first.signature.kind.clone(),
+        case_index: first.index,
+        case_seed: seed,
+        occurrences: first.occurrences,
+        minimization: stats,
+    })
+}
+
+/// Runs the minimizer on its own thread so that a second Ctrl-C can abandon it (the minimizer
+/// has no cancellation hook; an abandoned thread ends with the process). `None` when
+/// abandoned.
+fn minimize_abortable(
+    case: &pimdiff_oracle::Case,
+    cfg: &HuntConfig,
+    signature: &Signature,
+    control: &HuntControl,
+) -> Option<crate::minimize::Minimized> {
+    if control.abort_minimization.load(Ordering::SeqCst) {
+        return None;
+    }
+    let (tx, rx) = std::sync::mpsc::channel();
+    let (case, run, sig, mcfg) = (case.clone(), cfg.run.clone(), signature.clone(), cfg.minimize.clone());
+    std::thread::Builder::new()
+        .name("pimdiff-minimize".into())
+        .spawn(move || {
+            let _ = tx.send(minimize(&case, &run, &sig, &mcfg));
+        })
+        .ok()?;
+    loop {
+        match rx.recv_timeout(Duration::from_millis(20)) {
+            Ok(m) => return Some(m),
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => return None,
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                if control.abort_minimization.load(Ordering::SeqCst) {
+                    return None;
+                }
+            }
+        }
+    }
+}
+
+/// A file-name-safe form of a signature: lowercase letters and digits, runs of anything else
+/// as one `-`, at most 48 characters.
+pub fn slug(text: &str) -> String {
+    let mut out = String::new();
+    for c in text.chars() {
+        if c.is_ascii_alphanumeric() {
+            out.push(c.to_ascii_lowercase());
+        } else if !out.ends_with('-') && !out.is_empty() {
+            out.push('-');
+        }
+        if out.len() >= 48 {
+            break;
+        }
+    }
+    let trimmed = out.trim_end_matches('-');
+    if trimmed.is_empty() { "finding".to_string() } else { trimmed.to_string() }
+}
+
+/// `summary.md`: the summary as a short Markdown document (also printed on stdout).
+pub fn render_summary(s: &HuntSummary) -> String {
+    use std::fmt::Write;
+    let mut md = String::new();
+    let _ = writeln!(md, "# pimdiff hunt: seed {}, shard {}", s.seed, s.shard);
+    let _ = writeln!(md);
+    let limit = match (s.cases_requested, s.duration_requested_s) {
+        (Some(n), _) => format!("{n} cases"),
+        (None, Some(d)) => format!("{d} s"),
+        (None, None) => "-".into(),
+    };
+    let _ = writeln!(md, "- limit: {limit}{}", if s.interrupted { " (interrupted)" } else { "" });
+    let _ = writeln!(md, "- cases run: {}", s.cases_run);
+    let _ = writeln!(
+        md,
+        "- throughput: {:.0} cases/s on {} thread(s); sweep {:.2} s, wall time {:.2} s",
+        s.cases_per_second, s.jobs, s.sweep_time_s, s.wall_time_s
+    );
+    let _ = writeln!(md, "- compiler: {}", s.compiler);
+    let _ = writeln!(md, "- pimdiff {}", s.pimdiff_version);
+    let _ = writeln!(md);
+    let _ = writeln!(md, "## Outcomes");
+    let _ = writeln!(md);
+    let _ = writeln!(md, "| outcome | cases |");
+    let _ = writeln!(md, "|---|---|");
+    for (kind, n) in &s.outcomes {
+        let _ = writeln!(md, "| {kind} | {n} |");
+    }
+    let _ = writeln!(md);
+    let _ = writeln!(md, "## Unique findings: {}", s.findings.len());
+    let _ = writeln!(md);
+    if s.findings.is_empty() {
+        let _ = writeln!(md, "None.");
+    } else {
+        let _ = writeln!(md, "| directory | signature | first case | cases | size (original → minimized) |");
+        let _ = writeln!(md, "|---|---|---|---|---|");
+        for f in &s.findings {
+            let m = &f.minimization;
+            let _ = writeln!(
+                md,
+                "| `{}` | {} | k={} (seed {}) | {} | {} → {}{} |",
+                f.dir,
+                f.signature.replace('|', "\\|"),
+                f.case_index,
+                f.case_seed,
+                f.occurrences,
+                m.original_size,
+                m.minimized_size,
+                if m.cut_short { " (cut short)" } else { "" }
+            );
+        }
+        let _ = writeln!(md);
+        let _ = writeln!(md, "Reproduce one with `pimdiff repro OUT/findings/<dir>`.");
+    }
+    md
+}
+
+fn progress_bar(enabled: bool, limit: Limit, shard: Shard) -> indicatif::ProgressBar {
+    use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+    if !enabled {
+        return ProgressBar::hidden();
+    }
+    let bar = match limit {
+        Limit::Cases(n) => {
+            let bar = ProgressBar::with_draw_target(Some(shard.count_below(n)), ProgressDrawTarget::stderr());
+            if let Ok(style) = ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} cases {msg}") {
+                bar.set_style(style.progress_chars("=> "));
+            }
+            bar
+        }
+        Limit::Duration(_) => {
+            let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
+            if let Ok(style) = ProgressStyle::with_template("{elapsed_precise} {spinner} {pos} cases {msg}") {
+                bar.set_style(style);
+            }
+            bar
+        }
+    };
+    bar
+}
+
+fn update_bar(bar: &indicatif::ProgressBar, p: &SweepProgress<'_>) {
+    if bar.is_hidden() {
+        return;
+    }
+    bar.set_position(p.cases_run);
+    let rate = p.cases_run as f64 / p.elapsed.as_secs_f64().max(1e-9);
+    let counts: Vec<String> = p.counts.iter().map(|(k, n)| format!("{k} {n}")).collect();
+    bar.set_message(format!("| {rate:.0}/s | {} | unique findings {}", counts.join(", "), p.unique_findings));
+}

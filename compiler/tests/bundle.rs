@@ -91,3 +91,62 @@ fn programs_follow_the_pimsim_nn_rules() {
         assert_eq!(map.len(), bundle.program.cores.len());
     }
 }
+
+#[test]
+fn broken_bundle_directories_are_refused_naming_the_file() {
+    use pimdiff_isa::bundle::BundleError;
+    let case = sample();
+    let bundle = compile(&case, &CompileOptions::default()).unwrap();
+    let fresh = || {
+        let dir = tempfile::tempdir().unwrap();
+        bundle.write_dir(dir.path()).unwrap();
+        dir
+    };
+
+    let d = fresh();
+    std::fs::remove_file(d.path().join("io.json")).unwrap();
+    let err = Bundle::read_dir(d.path()).unwrap_err();
+    assert!(matches!(&err, BundleError::Io { path, .. } if path.ends_with("io.json")), "{err}");
+
+    let d = fresh();
+    std::fs::remove_file(d.path().join("bias.bin")).unwrap();
+    let err = Bundle::read_dir(d.path()).unwrap_err();
+    assert!(err.to_string().contains("bias.bin"), "{err}");
+
+    let d = fresh();
+    std::fs::write(d.path().join("config.json"), "{not json").unwrap();
+    let err = Bundle::read_dir(d.path()).unwrap_err();
+    assert!(matches!(err, BundleError::Program(_)), "{err}");
+    assert!(err.to_string().contains("config.json"), "{err}");
+
+    let d = fresh();
+    std::fs::write(d.path().join("xbars").join("core_0.json"), "[]").unwrap();
+    let err = Bundle::read_dir(d.path()).unwrap_err();
+    assert!(matches!(err, BundleError::Crossbars(_)), "{err}");
+    assert!(err.to_string().contains("core_0.json"), "{err}");
+
+    let d = fresh();
+    let io = std::fs::read_to_string(d.path().join("io.json")).unwrap();
+    std::fs::write(d.path().join("io.json"), io.replace("\"bias.bin\"", "\"../bias.bin\"")).unwrap();
+    let err = Bundle::read_dir(d.path()).unwrap_err();
+    assert!(matches!(&err, BundleError::Manifest { path, .. } if path.ends_with("io.json")), "{err}");
+}
+
+#[test]
+fn rewriting_a_bundle_directory_leaves_no_stale_cores() {
+    let dir = tempfile::tempdir().unwrap();
+    compile(&sample(), &CompileOptions::default()).unwrap().write_dir(dir.path()).unwrap();
+    // A smaller bundle into the same directory reads back as itself.
+    let small = common::mvm_case(
+        pimdiff_oracle::Mvm { in_features: 3, out_features: 2, bias: false, relu: false },
+        1,
+        arch(1, 2, 4, 4, 256),
+        9,
+    );
+    let bundle = compile(&small, &CompileOptions::default()).unwrap();
+    bundle.write_dir(dir.path()).unwrap();
+    let back = Bundle::read_dir(dir.path()).unwrap();
+    assert_eq!(back.program.cores, bundle.program.cores);
+    assert_eq!(back.xbars, bundle.xbars);
+    assert_eq!(back.manifest, bundle.manifest);
+}

@@ -1,0 +1,142 @@
+//! Whole hunts through the library: reproducibility, shards, stopping, the output directory.
+
+use std::fs;
+use std::path::Path;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use pimdiff::driver::{CompilerUnderTest, RunConfig};
+use pimdiff::generate::GenConfig;
+use pimdiff::hunt::{run_hunt, HuntConfig, HuntControl, HuntError, HuntSummary, Limit, Shard};
+use pimdiff::minimize::MinimizeConfig;
+use pimdiff::mutate::BugClass;
+
+fn config(out: &Path, cases: u64, jobs: usize, shard: Shard) -> HuntConfig {
+    HuntConfig {
+        seed: 11,
+        limit: Limit::Cases(cases),
+        jobs,
+        shard,
+        generator: GenConfig::default(),
+        run: RunConfig::with_compiler(CompilerUnderTest::Mutated(BugClass::MissingBias)),
+        minimize: MinimizeConfig { time_budget: Duration::from_secs(30), ..MinimizeConfig::default() },
+        out: out.to_path_buf(),
+    }
+}
+
+/// The parts of a summary that must not depend on timing.
+fn stable(s: &HuntSummary) -> String {
+    let mut s = s.clone();
+    s.cases_per_second = 0.0;
+    s.sweep_time_s = 0.0;
+    s.wall_time_s = 0.0;
+    s.jobs = 0;
+    serde_json::to_string_pretty(&s).unwrap()
+}
+
+fn read_summary(out: &Path) -> HuntSummary {
+    serde_json::from_str(&fs::read_to_string(out.join("summary.json")).unwrap()).unwrap()
+}
+
+#[test]
+fn the_same_seed_gives_the_same_findings_whatever_the_thread_count() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (a, b) = (tmp.path().join("a"), tmp.path().join("b"));
+    let one = run_hunt(&config(&a, 300, 1, Shard::ALL), &HuntControl::default()).unwrap();
+    let two = run_hunt(&config(&b, 300, 2, Shard::ALL), &HuntControl::default()).unwrap();
+    assert!(!one.findings.is_empty());
+    assert_eq!(one.cases_run, 300);
+    assert_eq!(stable(&one), stable(&two));
+    assert_eq!(stable(&read_summary(&a)), stable(&one));
+    // The saved cases are byte-identical.
+    for f in &one.findings {
+        for file in ["case.json", "input.npy", "weight.npy", "expected.npy", "finding.json", "report.md"] {
+            let x = fs::read(a.join(&f.dir).join(file)).unwrap();
+            let y = fs::read(b.join(&f.dir).join(file)).unwrap();
+            assert!(x == y, "{}/{file} differs between the runs", f.dir);
+        }
+    }
+    // Findings are numbered in order of their first case, and each is its signature's first.
+    let indices: Vec<u64> = one.findings.iter().map(|f| f.case_index).collect();
+    let mut sorted = indices.clone();
+    sorted.sort();
+    assert_eq!(indices, sorted);
+    assert!(one.findings[0].dir.starts_with("findings/001-mismatch-"));
+    let md = fs::read_to_string(a.join("summary.md")).unwrap();
+    assert!(md.contains("## Unique findings:"), "{md}");
+}
+
+#[test]
+fn shards_split_the_cases_of_an_unsharded_hunt() {
+    let tmp = tempfile::tempdir().unwrap();
+    let whole = run_hunt(&config(&tmp.path().join("w"), 200, 2, Shard::ALL), &HuntControl::default()).unwrap();
+    let s0 = run_hunt(&config(&tmp.path().join("s0"), 200, 2, Shard::new(0, 2).unwrap()), &HuntControl::default()).unwrap();
+    let s1 = run_hunt(&config(&tmp.path().join("s1"), 200, 2, Shard::new(1, 2).unwrap()), &HuntControl::default()).unwrap();
+    assert_eq!((s0.cases_run, s1.cases_run), (100, 100));
+    for (kind, n) in &whole.outcomes {
+        assert_eq!(s0.outcomes.get(kind).unwrap_or(&0) + s1.outcomes.get(kind).unwrap_or(&0), *n, "{kind}");
+    }
+    assert!(s0.findings.iter().all(|f| f.case_index % 2 == 0));
+    assert!(s1.findings.iter().all(|f| f.case_index % 2 == 1));
+    // Each signature's first case overall is the earlier of the shards' firsts.
+    for f in &whole.findings {
+        let firsts: Vec<u64> = s0
+            .findings
+            .iter()
+            .chain(&s1.findings)
+            .filter(|g| g.signature == f.signature)
+            .map(|g| g.case_index)
+            .collect();
+        assert_eq!(firsts.iter().min(), Some(&f.case_index), "{}", f.signature);
+        let occurrences: u64 =
+            s0.findings.iter().chain(&s1.findings).filter(|g| g.signature == f.signature).map(|g| g.occurrences).sum();
+        assert_eq!(occurrences, f.occurrences);
+    }
+}
+
+#[test]
+fn a_stopped_hunt_still_writes_its_summary_and_an_aborted_minimization_saves_unminimized() {
+    let tmp = tempfile::tempdir().unwrap();
+    let control = HuntControl::default();
+    control.stop.store(true, Ordering::SeqCst);
+    let s = run_hunt(&config(&tmp.path().join("stopped"), 1000, 2, Shard::ALL), &control).unwrap();
+    assert!(s.interrupted);
+    assert_eq!(s.cases_run, 0);
+    assert!(tmp.path().join("stopped/summary.md").is_file());
+    assert_eq!(read_summary(&tmp.path().join("stopped")), s);
+
+    let control = HuntControl::default();
+    control.abort_minimization.store(true, Ordering::SeqCst);
+    let s = run_hunt(&config(&tmp.path().join("unminimized"), 100, 2, Shard::ALL), &control).unwrap();
+    assert!(!s.findings.is_empty());
+    for f in &s.findings {
+        assert_eq!((f.minimization.tried, f.minimization.cut_short), (0, true));
+        assert_eq!(f.minimization.original_size, f.minimization.minimized_size);
+    }
+}
+
+#[test]
+fn an_output_directory_with_earlier_findings_is_refused_and_leftovers_are_cleaned() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    fs::create_dir_all(out.join("findings/.pimdiff-tmp-001-x-1-0")).unwrap();
+    let s = run_hunt(&config(&out, 50, 1, Shard::ALL), &HuntControl::default()).unwrap();
+    assert!(!s.findings.is_empty());
+    let hidden = fs::read_dir(out.join("findings")).unwrap().filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().starts_with('.')).count();
+    assert_eq!(hidden, 0);
+    match run_hunt(&config(&out, 50, 1, Shard::ALL), &HuntControl::default()) {
+        Err(HuntError::OutNotEmpty { path }) => assert_eq!(path, out.join("findings")),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn the_correct_compiler_passes_a_short_hunt() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut cfg = config(&tmp.path().join("clean"), 300, 2, Shard::ALL);
+    cfg.run = RunConfig::default();
+    let s = run_hunt(&cfg, &HuntControl::default()).unwrap();
+    assert_eq!(s.findings, vec![]);
+    assert_eq!(s.outcomes.values().sum::<u64>(), 300);
+    assert_eq!(s.outcomes.keys().filter(|k| *k != "pass" && *k != "unsupported").count(), 0, "{:?}", s.outcomes);
+}
