@@ -5,6 +5,7 @@
 
 pub mod bundle;
 pub mod formats;
+pub mod gen;
 pub mod inst;
 pub mod machine;
 pub mod program;
