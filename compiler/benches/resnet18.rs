@@ -30,8 +30,13 @@ fn tensor(shape: &[usize], seed: u64) -> ArrayD<i8> {
     .expect("shape")
 }
 
-const ARCH: CaseArch =
-    CaseArch { cores: 64, arrays_per_core: 64, array_rows: 128, array_cols: 128, local_memory_bytes: 1 << 20 };
+const ARCH: CaseArch = CaseArch {
+    cores: 64,
+    arrays_per_core: 64,
+    array_rows: 128,
+    array_cols: 128,
+    local_memory_bytes: 1 << 20,
+};
 
 /// A case built field by field: the bench measures the compiler, not the oracle's check.
 fn conv_layer(c: usize, k: usize, kernel: usize, stride: usize, pad: usize, hw: usize) -> Case {
@@ -47,7 +52,11 @@ fn conv_layer(c: usize, k: usize, kernel: usize, stride: usize, pad: usize, hw: 
         relu: true,
     };
     Case {
-        spec: CaseSpec { op: Op::Conv2d(op), input_shape: vec![1, c, hw, hw], arch: ARCH },
+        spec: CaseSpec {
+            op: Op::Conv2d(op),
+            input_shape: vec![1, c, hw, hw],
+            arch: ARCH,
+        },
         input: tensor(&[1, c, hw, hw], 1),
         weight: tensor(&[k, c, kernel, kernel], 2),
         bias: Some(Array1::from_iter((0..k as i32).map(|v| v - 50))),
@@ -56,9 +65,18 @@ fn conv_layer(c: usize, k: usize, kernel: usize, stride: usize, pad: usize, hw: 
 }
 
 fn fc_layer(inf: usize, outf: usize) -> Case {
-    let op = Mvm { in_features: inf, out_features: outf, bias: true, relu: false };
+    let op = Mvm {
+        in_features: inf,
+        out_features: outf,
+        bias: true,
+        relu: false,
+    };
     Case {
-        spec: CaseSpec { op: Op::Mvm(op), input_shape: vec![1, inf], arch: ARCH },
+        spec: CaseSpec {
+            op: Op::Mvm(op),
+            input_shape: vec![1, inf],
+            arch: ARCH,
+        },
         input: tensor(&[1, inf], 3),
         weight: tensor(&[outf, inf], 4),
         bias: Some(Array1::from_iter((0..outf as i32).map(|v| v - 500))),
@@ -68,9 +86,18 @@ fn fc_layer(inf: usize, outf: usize) -> Case {
 
 /// Compile time of the tiny cases a hunt runs thousands of per second.
 fn tiny_cases() {
-    let arch = CaseArch { cores: 2, arrays_per_core: 32, array_rows: 4, array_cols: 4, local_memory_bytes: 4096 };
+    let arch = CaseArch {
+        cores: 2,
+        arrays_per_core: 32,
+        array_rows: 4,
+        array_cols: 4,
+        local_memory_bytes: 4096,
+    };
     let mut cases = Vec::new();
-    for (i, (c, k, hw)) in [(3, 4, 5), (5, 6, 4), (2, 2, 3), (4, 3, 6)].into_iter().enumerate() {
+    for (i, (c, k, hw)) in [(3, 4, 5), (5, 6, 4), (2, 2, 3), (4, 3, 6)]
+        .into_iter()
+        .enumerate()
+    {
         let mut case = conv_layer(c, k, 3, 1, 1, hw);
         case.spec.arch = arch;
         case.input = tensor(&[1, c, hw, hw], i as u64 + 10);
@@ -135,10 +162,19 @@ fn main() {
             }
         }
         let arrays: usize = bundle.xbars.cores.values().map(|c| c.groups.len()).sum();
-        let cores = bundle.program.cores.iter().filter(|c| !c.is_empty()).count();
+        let cores = bundle
+            .program
+            .cores
+            .iter()
+            .filter(|c| !c.is_empty())
+            .count();
         let chunks = pimdiff_compiler::emit(case, &options, pimdiff_compiler::Stage::Pim)
             .ok()
-            .and_then(|t| t.lines().find(|l| l.starts_with("chunks:")).map(str::to_string))
+            .and_then(|t| {
+                t.lines()
+                    .find(|l| l.starts_with("chunks:"))
+                    .map(str::to_string)
+            })
             .unwrap_or_default();
         println!(
             "| {name} | {:.1} | {total} | {mem} | {compute} | {} | {mvmul} | {arrays} | {cores} | {} |",

@@ -97,7 +97,12 @@ pub fn window(p: &Problem, chunk: &Chunk, clip: bool) -> Window {
         c0 = c0.max(0);
         c1 = c1.min(p.w as i64);
     }
-    Window { r0, rows: (r1 - r0).max(0) as usize, c0, cols: (c1 - c0).max(0) as usize }
+    Window {
+        r0,
+        rows: (r1 - r0).max(0) as usize,
+        c0,
+        cols: (c1 - c0).max(0) as usize,
+    }
 }
 
 /// An upper bound of the window bytes of every chunk of `kind`.
@@ -153,7 +158,11 @@ impl CoreNeeds {
 
     fn bytes(&self, window: u64, pixels: usize) -> u64 {
         let px = pixels as u64;
-        let per_px: u64 = self.classes.iter().map(|&(_, w)| align4(w as u64 * 4)).sum::<u64>()
+        let per_px: u64 = self
+            .classes
+            .iter()
+            .map(|&(_, w)| align4(w as u64 * 4))
+            .sum::<u64>()
             + self.scratch_width as u64 * 4
             + self.recv_width as u64 * 4;
         let bias: u64 = self.bias.iter().map(|&(_, w)| w as u64 * 4).sum();
@@ -187,10 +196,16 @@ pub struct CoreBuffers {
 
 impl CoreBuffers {
     pub fn acc_of(&self, class: usize) -> u32 {
-        self.acc.iter().find(|&&(c, _)| c == class).map_or(0, |&(_, a)| a)
+        self.acc
+            .iter()
+            .find(|&&(c, _)| c == class)
+            .map_or(0, |&(_, a)| a)
     }
     pub fn bias_of(&self, class: usize) -> u32 {
-        self.bias.iter().find(|&&(c, _)| c == class).map_or(0, |&(_, a)| a)
+        self.bias
+            .iter()
+            .find(|&&(c, _)| c == class)
+            .map_or(0, |&(_, a)| a)
     }
 }
 
@@ -214,7 +229,12 @@ pub struct Buffers {
 pub const MAX_INSTRUCTIONS: u64 = 1 << 25;
 
 /// Bufferize: choose the chunking, lay out every core's local memory and the global memory.
-pub fn bufferize(case: &Case, spatial: &Spatial, mapping: &Mapping, clip: bool) -> Result<Buffers, CompileError> {
+pub fn bufferize(
+    case: &Case,
+    spatial: &Spatial,
+    mapping: &Mapping,
+    clip: bool,
+) -> Result<Buffers, CompileError> {
     let p = &spatial.problem;
     let lmem = case.spec.arch.local_memory_bytes as u64;
 
@@ -223,10 +243,12 @@ pub fn bufferize(case: &Case, spatial: &Spatial, mapping: &Mapping, clip: bool) 
     let mvmuls = mapping.placements.len() as u64 * p.pixels() as u64;
     let estimate = mvmuls.saturating_mul(2);
     if estimate > MAX_INSTRUCTIONS {
-        return Err(CompileError::Unsupported(Unsupported::TooManyInstructions {
-            needed: estimate,
-            limit: MAX_INSTRUCTIONS,
-        }));
+        return Err(CompileError::Unsupported(
+            Unsupported::TooManyInstructions {
+                needed: estimate,
+                limit: MAX_INSTRUCTIONS,
+            },
+        ));
     }
 
     let mut needs: Vec<CoreNeeds> = vec![CoreNeeds::default(); mapping.cores];
@@ -236,7 +258,9 @@ pub fn bufferize(case: &Case, spatial: &Spatial, mapping: &Mapping, clip: bool) 
             let n = &mut needs[part.core];
             n.window = true;
             for &pi in &part.placements {
-                n.gather_slot = n.gather_slot.max(spatial.xbars[mapping.placements[pi].xbar].rows);
+                n.gather_slot = n
+                    .gather_slot
+                    .max(spatial.xbars[mapping.placements[pi].xbar].rows);
             }
             n.classes.push((ci, width));
             if part.placements.len() >= 2 {
@@ -292,7 +316,11 @@ pub fn bufferize(case: &Case, spatial: &Spatial, mapping: &Mapping, clip: bool) 
         ChunkKind::Gather(u)
     } else {
         let (needed, core) = need_of(ChunkKind::Gather(1));
-        return Err(CompileError::Unsupported(Unsupported::LocalMemory { core, needed, available: lmem }));
+        return Err(CompileError::Unsupported(Unsupported::LocalMemory {
+            core,
+            needed,
+            available: lmem,
+        }));
     };
     let chunks = make_chunks(p, kind);
     let max_pixels = kind_pixels(p, kind);
@@ -333,12 +361,18 @@ pub fn bufferize(case: &Case, spatial: &Spatial, mapping: &Mapping, clip: bool) 
     let end = bias_addr + if p.bias { p.k as u64 * 4 } else { 0 };
     if end > 1 << 32 {
         // Unreachable for a case within the limits (tensors of at most 2^26 bytes).
-        return Err(CompileError::Internal(format!("global memory layout needs {end} bytes, more than 2^32")));
+        return Err(CompileError::Internal(format!(
+            "global memory layout needs {end} bytes, more than 2^32"
+        )));
     }
     let (in_shape, out_shape, layout) = if p.mvm {
         (vec![p.n, p.c], vec![p.n, p.k], Layout::Nc)
     } else {
-        (vec![p.n, p.c, p.h, p.w], vec![p.n, p.k, p.oh, p.ow], Layout::Nhwc)
+        (
+            vec![p.n, p.c, p.h, p.w],
+            vec![p.n, p.k, p.oh, p.ow],
+            Layout::Nhwc,
+        )
     };
     let mut constants = Vec::new();
     if let Some(bias) = &case.bias {
@@ -346,14 +380,37 @@ pub fn bufferize(case: &Case, spatial: &Spatial, mapping: &Mapping, clip: bool) 
         for v in bias.iter() {
             data.extend_from_slice(&v.to_le_bytes());
         }
-        constants.push(ConstSegment { name: "bias".into(), addr: bias_addr as u32, file: "bias.bin".into(), data });
+        constants.push(ConstSegment {
+            name: "bias".into(),
+            addr: bias_addr as u32,
+            file: "bias.bin".into(),
+            data,
+        });
     }
     let manifest = IoManifest {
-        input: TensorSlot { addr: 0, shape: in_shape, layout, dtype: Dtype::Int8 },
-        output: TensorSlot { addr: out_addr as u32, shape: out_shape, layout, dtype: Dtype::Int32 },
+        input: TensorSlot {
+            addr: 0,
+            shape: in_shape,
+            layout,
+            dtype: Dtype::Int8,
+        },
+        output: TensorSlot {
+            addr: out_addr as u32,
+            shape: out_shape,
+            layout,
+            dtype: Dtype::Int32,
+        },
         constants,
     };
-    Ok(Buffers { kind, max_pixels, chunks, needs, cores, manifest, bias_addr: bias_addr as u32 })
+    Ok(Buffers {
+        kind,
+        max_pixels,
+        chunks,
+        needs,
+        cores,
+        manifest,
+        bias_addr: bias_addr as u32,
+    })
 }
 
 fn make_chunks(p: &Problem, kind: ChunkKind) -> Vec<Chunk> {
@@ -361,13 +418,27 @@ fn make_chunks(p: &Problem, kind: ChunkKind) -> Vec<Chunk> {
     match kind {
         ChunkKind::Images(m) => {
             for n0 in (0..p.n).step_by(m) {
-                out.push(Chunk { n0, n1: (n0 + m).min(p.n), oh0: 0, oh1: p.oh, ow0: 0, ow1: p.ow });
+                out.push(Chunk {
+                    n0,
+                    n1: (n0 + m).min(p.n),
+                    oh0: 0,
+                    oh1: p.oh,
+                    ow0: 0,
+                    ow1: p.ow,
+                });
             }
         }
         ChunkKind::Rows(t) => {
             for n0 in 0..p.n {
                 for oh0 in (0..p.oh).step_by(t) {
-                    out.push(Chunk { n0, n1: n0 + 1, oh0, oh1: (oh0 + t).min(p.oh), ow0: 0, ow1: p.ow });
+                    out.push(Chunk {
+                        n0,
+                        n1: n0 + 1,
+                        oh0,
+                        oh1: (oh0 + t).min(p.oh),
+                        ow0: 0,
+                        ow1: p.ow,
+                    });
                 }
             }
         }
@@ -375,7 +446,14 @@ fn make_chunks(p: &Problem, kind: ChunkKind) -> Vec<Chunk> {
             for n0 in 0..p.n {
                 for oh0 in 0..p.oh {
                     for ow0 in (0..p.ow).step_by(u) {
-                        out.push(Chunk { n0, n1: n0 + 1, oh0, oh1: oh0 + 1, ow0, ow1: (ow0 + u).min(p.ow) });
+                        out.push(Chunk {
+                            n0,
+                            n1: n0 + 1,
+                            oh0,
+                            oh1: oh0 + 1,
+                            ow0,
+                            ow1: (ow0 + u).min(p.ow),
+                        });
                     }
                 }
             }
@@ -387,12 +465,33 @@ fn make_chunks(p: &Problem, kind: ChunkKind) -> Vec<Chunk> {
 /// Text of the bufferization (part of `--emit pim`).
 pub fn describe(b: &Buffers, out: &mut String) {
     let m = &b.manifest;
-    let _ = writeln!(out, "gmem input  @{} {:?} {:?} {:?}", m.input.addr, m.input.shape, m.input.layout, m.input.dtype);
-    let _ = writeln!(out, "gmem output @{} {:?} {:?} {:?}", m.output.addr, m.output.shape, m.output.layout, m.output.dtype);
+    let _ = writeln!(
+        out,
+        "gmem input  @{} {:?} {:?} {:?}",
+        m.input.addr, m.input.shape, m.input.layout, m.input.dtype
+    );
+    let _ = writeln!(
+        out,
+        "gmem output @{} {:?} {:?} {:?}",
+        m.output.addr, m.output.shape, m.output.layout, m.output.dtype
+    );
     for c in &m.constants {
-        let _ = writeln!(out, "gmem const {} @{} {} bytes ({})", c.name, c.addr, c.data.len(), c.file);
+        let _ = writeln!(
+            out,
+            "gmem const {} @{} {} bytes ({})",
+            c.name,
+            c.addr,
+            c.data.len(),
+            c.file
+        );
     }
-    let _ = writeln!(out, "chunks: {:?}, {} chunk(s), at most {} pixel(s) each", b.kind, b.chunks.len(), b.max_pixels);
+    let _ = writeln!(
+        out,
+        "chunks: {:?}, {} chunk(s), at most {} pixel(s) each",
+        b.kind,
+        b.chunks.len(),
+        b.max_pixels
+    );
     for (core, cb) in b.cores.iter().enumerate() {
         if cb.used == 0 {
             continue;
@@ -402,7 +501,11 @@ pub fn describe(b: &Buffers, out: &mut String) {
             let _ = write!(out, " bias[class {c}]@{a}");
         }
         if b.needs[core].window {
-            let name = if b.kind.gathers() { "gather slot" } else { "window" };
+            let name = if b.kind.gathers() {
+                "gather slot"
+            } else {
+                "window"
+            };
             let _ = write!(out, " {name}@{}+{}", cb.window, cb.window_bytes);
         }
         for &(c, a) in &cb.acc {

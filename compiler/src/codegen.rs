@@ -44,7 +44,12 @@ struct Emitter {
 
 impl Emitter {
     fn new() -> Emitter {
-        Emitter { insts: Vec::new(), regs: [None; ADDRESS_REGS], clock: 0, bw: (8, 8) }
+        Emitter {
+            insts: Vec::new(),
+            regs: [None; ADDRESS_REGS],
+            clock: 0,
+            bw: (8, 8),
+        }
     }
 
     /// A register holding `value`, loading it with `sldi` unless cached.
@@ -74,7 +79,10 @@ impl Emitter {
         }
         self.regs[victim] = Some((value, self.clock));
         let rd = Reg::new(victim as u32).expect("index < 31");
-        self.insts.push(Inst::Sldi { rd, imm: value as i32 });
+        self.insts.push(Inst::Sldi {
+            rd,
+            imm: value as i32,
+        });
         rd
     }
 
@@ -91,25 +99,49 @@ impl Emitter {
     fn ld(&mut self, lmem: u32, gmem: u32, size: u32) {
         let rd = self.reg(lmem);
         let rs1 = self.reg(gmem);
-        self.insts.push(Inst::Mem { op: MemOp::Ld, rd, rs1, size, offset: Offset::ZERO });
+        self.insts.push(Inst::Mem {
+            op: MemOp::Ld,
+            rd,
+            rs1,
+            size,
+            offset: Offset::ZERO,
+        });
     }
 
     fn st(&mut self, gmem: u32, lmem: u32, size: u32) {
         let rd = self.reg(gmem);
         let rs1 = self.reg(lmem);
-        self.insts.push(Inst::Mem { op: MemOp::St, rd, rs1, size, offset: Offset::ZERO });
+        self.insts.push(Inst::Mem {
+            op: MemOp::St,
+            rd,
+            rs1,
+            size,
+            offset: Offset::ZERO,
+        });
     }
 
     fn zero(&mut self, lmem: u32, size: u32) {
         let rd = self.reg(lmem);
-        self.insts.push(Inst::Lldi { rd, imm: 0, size, offset: 0, from_float: false });
+        self.insts.push(Inst::Lldi {
+            rd,
+            imm: 0,
+            size,
+            offset: 0,
+            from_float: false,
+        });
     }
 
     fn mvmul(&mut self, dst: u32, src: u32, group: u32, relu: bool) {
         self.setbw(8, 32);
         let rd = self.reg(dst);
         let rs1 = self.reg(src);
-        self.insts.push(Inst::Mvmul { rd, rs1, mbiw: Width::W8, relu, group });
+        self.insts.push(Inst::Mvmul {
+            rd,
+            rs1,
+            mbiw: Width::W8,
+            relu,
+            group,
+        });
     }
 
     /// `dst = a + b` over `len` int32 elements.
@@ -118,28 +150,56 @@ impl Emitter {
         let rd = self.reg(dst);
         let rs1 = self.reg(a);
         let rs2 = self.reg(b);
-        self.insts.push(Inst::BinVec { op: BinVecOp::Vvadd, rd, rs1, rs2, len, offset: Offset::ZERO });
+        self.insts.push(Inst::BinVec {
+            op: BinVecOp::Vvadd,
+            rd,
+            rs1,
+            rs2,
+            len,
+            offset: Offset::ZERO,
+        });
     }
 
     fn vrelu(&mut self, dst: u32, len: u32) {
         self.setbw(32, 32);
         let rd = self.reg(dst);
-        self.insts.push(Inst::UnVec { op: UnVecOp::Vrelu, rd, rs1: rd, len, offset: Offset::ZERO });
+        self.insts.push(Inst::UnVec {
+            op: UnVecOp::Vrelu,
+            rd,
+            rs1: rd,
+            len,
+            offset: Offset::ZERO,
+        });
     }
 
     fn send(&mut self, src: u32, core: u32, size: u32) {
         let rs1 = self.reg(src);
-        self.insts.push(Inst::Send { rs1, core, size, offset: 0 });
+        self.insts.push(Inst::Send {
+            rs1,
+            core,
+            size,
+            offset: 0,
+        });
     }
 
     fn recv(&mut self, dst: u32, core: u32, size: u32) {
         let rd = self.reg(dst);
-        self.insts.push(Inst::Recv { rd, core, size, offset: 0 });
+        self.insts.push(Inst::Recv {
+            rd,
+            core,
+            size,
+            offset: 0,
+        });
     }
 }
 
 /// Generate every core's instruction stream.
-pub fn generate(spatial: &Spatial, mapping: &Mapping, buffers: &Buffers, clip: bool) -> Vec<Vec<Inst>> {
+pub fn generate(
+    spatial: &Spatial,
+    mapping: &Mapping,
+    buffers: &Buffers,
+    clip: bool,
+) -> Vec<Vec<Inst>> {
     let p = &spatial.problem;
     let mut em: Vec<Emitter> = (0..mapping.cores).map(|_| Emitter::new()).collect();
     let out_addr = buffers.manifest.output.addr;
@@ -157,7 +217,11 @@ pub fn generate(spatial: &Spatial, mapping: &Mapping, buffers: &Buffers, clip: b
     }
 
     // Per class: does a lone crossbar produce the final value (ReLU folded into mvmul)?
-    let fold_relu: Vec<bool> = mapping.reductions.iter().map(|r| p.relu && !p.bias && r.total == 1).collect();
+    let fold_relu: Vec<bool> = mapping
+        .reductions
+        .iter()
+        .map(|r| p.relu && !p.bias && r.total == 1)
+        .collect();
 
     // Scratch per pixel: validity of one crossbar over the chunk's pixels.
     let mut valid: Vec<bool> = Vec::new();
@@ -174,7 +238,15 @@ pub fn generate(spatial: &Spatial, mapping: &Mapping, buffers: &Buffers, clip: b
             if gather || !buffers.needs[core].window {
                 continue;
             }
-            load_window(e, p, chunk, &win, buffers.cores[core].window, in_addr, n_imgs);
+            load_window(
+                e,
+                p,
+                chunk,
+                &win,
+                buffers.cores[core].window,
+                in_addr,
+                n_imgs,
+            );
         }
 
         // 2. Partial sums.
@@ -196,19 +268,23 @@ pub fn generate(spatial: &Spatial, mapping: &Mapping, buffers: &Buffers, clip: b
                             let ih = p.in_row(oh, x.i);
                             for ow in chunk.ow0..chunk.ow1 {
                                 let iw = p.in_col(ow, x.j);
-                                let inside = (0..p.h as i64).contains(&ih) && (0..p.w as i64).contains(&iw);
+                                let inside =
+                                    (0..p.h as i64).contains(&ih) && (0..p.w as i64).contains(&iw);
                                 let use_it = inside || !clip;
                                 valid.push(use_it);
                                 if gather {
                                     // GMem address of the tile, or u32::MAX for padding.
                                     src.push(if inside {
                                         in_addr
-                                            + (((n * p.h + ih as usize) * p.w + iw as usize) * p.c + x.c0) as u32
+                                            + (((n * p.h + ih as usize) * p.w + iw as usize) * p.c
+                                                + x.c0)
+                                                as u32
                                     } else {
                                         u32::MAX
                                     });
                                 } else if use_it {
-                                    let pix = (((n - chunk.n0) * win.rows) as i64 + (ih - win.r0)) * win.cols as i64
+                                    let pix = (((n - chunk.n0) * win.rows) as i64 + (ih - win.r0))
+                                        * win.cols as i64
                                         + (iw - win.c0);
                                     src.push(cb.window + (pix as usize * p.c + x.c0) as u32);
                                 } else {
@@ -234,7 +310,12 @@ pub fn generate(spatial: &Spatial, mapping: &Mapping, buffers: &Buffers, clip: b
                         } else {
                             src[q]
                         };
-                        e.mvmul(target + q as u32 * row_bytes, input, pl.array as u32, fold_relu[ci]);
+                        e.mvmul(
+                            target + q as u32 * row_bytes,
+                            input,
+                            pl.array as u32,
+                            fold_relu[ci],
+                        );
                     }
                     // Runs of equal validity.
                     let mut q = 0;
@@ -293,7 +374,11 @@ pub fn generate(spatial: &Spatial, mapping: &Mapping, buffers: &Buffers, clip: b
                 e.vrelu(acc, px as u32 * width);
             }
             if class.width == p.k {
-                e.st(out_addr + (first_px * p.k * 4) as u32, acc, px as u32 * row_bytes);
+                e.st(
+                    out_addr + (first_px * p.k * 4) as u32,
+                    acc,
+                    px as u32 * row_bytes,
+                );
             } else {
                 for q in 0..px {
                     let g = out_addr + (((first_px + q) * p.k + class.k0) * 4) as u32;
@@ -342,7 +427,8 @@ fn load_window(
         for r in r_lo..r_hi {
             let g = in_addr as usize + ((n * p.h + r as usize) * p.w + c_lo as usize) * p.c;
             let l = base as usize
-                + ((((n - chunk.n0) * win.rows) as i64 + r - win.r0) as usize * win.cols + (c_lo - win.c0) as usize)
+                + ((((n - chunk.n0) * win.rows) as i64 + r - win.r0) as usize * win.cols
+                    + (c_lo - win.c0) as usize)
                     * p.c;
             let (l, g, s) = (l as u32, g as u32, seg as u32);
             run = match run {

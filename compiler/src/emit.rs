@@ -30,7 +30,9 @@ impl std::str::FromStr for Stage {
             "mapping" => Ok(Stage::Mapping),
             "pim" => Ok(Stage::Pim),
             "asm" => Ok(Stage::Asm),
-            _ => Err(format!("unknown stage {s:?} (expected spatial, mapping, pim or asm)")),
+            _ => Err(format!(
+                "unknown stage {s:?} (expected spatial, mapping, pim or asm)"
+            )),
         }
     }
 }
@@ -66,7 +68,11 @@ pub fn emit(case: &Case, options: &CompileOptions, stage: Stage) -> Result<Strin
 fn spatial_text(s: &crate::tiling::Spatial, out: &mut String) {
     let p = &s.problem;
     if p.mvm {
-        let _ = writeln!(out, "mvm N={} in={} out={} bias={} relu={}", p.n, p.c, p.k, p.bias, p.relu);
+        let _ = writeln!(
+            out,
+            "mvm N={} in={} out={} bias={} relu={}",
+            p.n, p.c, p.k, p.bias, p.relu
+        );
     } else {
         let _ = writeln!(
             out,
@@ -76,7 +82,11 @@ fn spatial_text(s: &crate::tiling::Spatial, out: &mut String) {
             p.groups, p.bias, p.relu
         );
     }
-    let _ = writeln!(out, "%in = input NHWC int8 [{}, {}, {}, {}]", p.n, p.h, p.w, p.c);
+    let _ = writeln!(
+        out,
+        "%in = input NHWC int8 [{}, {}, {}, {}]",
+        p.n, p.h, p.w, p.c
+    );
     for (ci, class) in s.classes.iter().enumerate() {
         let xs = &s.xbars[s.class_xbars[ci].clone()];
         let mut tiles: Vec<(usize, usize)> = xs.iter().map(|x| (x.c0, x.c0 + x.rows)).collect();
@@ -113,21 +123,39 @@ fn spatial_text(s: &crate::tiling::Spatial, out: &mut String) {
             );
         }
     }
-    let _ = writeln!(out, "%out = concat(%t0..%t{}) NHWC int32", s.classes.len().saturating_sub(1));
+    let _ = writeln!(
+        out,
+        "%out = concat(%t0..%t{}) NHWC int32",
+        s.classes.len().saturating_sub(1)
+    );
 }
 
 fn mapping_text(s: &crate::tiling::Spatial, m: &crate::mapping::Mapping, out: &mut String) {
     let used: usize = m.arrays_used.iter().sum();
-    let _ = writeln!(out, "{} crossbars on {} core(s); arrays used per core: {:?}", used, m.cores, m.arrays_used);
+    let _ = writeln!(
+        out,
+        "{} crossbars on {} core(s); arrays used per core: {:?}",
+        used, m.cores, m.arrays_used
+    );
     for (ci, red) in m.reductions.iter().enumerate() {
         let class = s.classes[ci];
-        let _ = write!(out, "class {ci} out[k{}..{}]: owner core {}", class.k0, class.k0 + class.width, red.owner);
+        let _ = write!(
+            out,
+            "class {ci} out[k{}..{}]: owner core {}",
+            class.k0,
+            class.k0 + class.width,
+            red.owner
+        );
         if red.parts.is_empty() {
             let _ = write!(out, " (no crossbars: bias/zero only)");
         }
         out.push('\n');
         for part in &red.parts {
-            let role = if part.core == red.owner { "computes" } else { "contributes" };
+            let role = if part.core == red.owner {
+                "computes"
+            } else {
+                "contributes"
+            };
             let _ = write!(out, "  core {} {role}:", part.core);
             for &pi in &part.placements {
                 let pl = m.placements[pi];
@@ -155,10 +183,19 @@ fn transfers_text(c: &Compiled, out: &mut String) {
             fin.push("bias");
         }
         if p.relu {
-            fin.push(if p.bias || red.total != 1 { "vrelu" } else { "relu in mvmul" });
+            fin.push(if p.bias || red.total != 1 {
+                "vrelu"
+            } else {
+                "relu in mvmul"
+            });
         }
         fin.push("st");
-        let _ = writeln!(out, "  class {ci}: core {} finalizes: {}", red.owner, fin.join(", "));
+        let _ = writeln!(
+            out,
+            "  class {ci}: core {} finalizes: {}",
+            red.owner,
+            fin.join(", ")
+        );
     }
 }
 

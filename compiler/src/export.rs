@@ -21,15 +21,18 @@ pub fn export(case: &Case, spatial: &Spatial, mapping: &Mapping) -> CrossbarExpo
     for pl in &mapping.placements {
         let x = spatial.xbars[pl.xbar];
         let class = spatial.classes[x.class];
-        let core = cores.entry(pl.core as u32).or_insert_with(|| CoreCrossbars {
-            mbiw: 8,
-            cells: Array3::zeros((arch.arrays_per_core, arch.array_rows, arch.array_cols)),
-            groups: Vec::new(),
-        });
+        let core = cores
+            .entry(pl.core as u32)
+            .or_insert_with(|| CoreCrossbars {
+                mbiw: 8,
+                cells: Array3::zeros((arch.arrays_per_core, arch.array_rows, arch.array_cols)),
+                groups: Vec::new(),
+            });
         let ci0 = x.c0 - class.group * p.cg;
         for r in 0..x.rows {
             for col in 0..class.width {
-                core.cells[[pl.array, r, col]] = weight_at(p, &weights, class.k0 + col, ci0 + r, x.i, x.j) as i32;
+                core.cells[[pl.array, r, col]] =
+                    weight_at(p, &weights, class.k0 + col, ci0 + r, x.i, x.j) as i32;
             }
         }
         core.groups.push(ArrayGroup {

@@ -43,7 +43,10 @@ pub struct CompileOptions {
 impl Default for CompileOptions {
     /// Both optimizations on, as the thesis's compiler runs.
     fn default() -> Self {
-        CompileOptions { skip_padding: true, weight_skipping: true }
+        CompileOptions {
+            skip_padding: true,
+            weight_skipping: true,
+        }
     }
 }
 
@@ -66,7 +69,11 @@ pub enum Unsupported {
     #[error(
         "local memory too small on core {core}: even a one-pixel chunk needs {needed} bytes, {available} available"
     )]
-    LocalMemory { core: usize, needed: u64, available: u64 },
+    LocalMemory {
+        core: usize,
+        needed: u64,
+        available: u64,
+    },
     #[error("program too large: at least {needed} instructions, the limit is {limit}")]
     TooManyInstructions { needed: u64, limit: u64 },
     #[error("arch.{field} = {value} does not fit the program's 32-bit configuration")]
@@ -81,7 +88,8 @@ pub(crate) struct Compiled {
 }
 
 fn arch_u32(field: &'static str, value: usize) -> Result<u32, CompileError> {
-    u32::try_from(value).map_err(|_| CompileError::Unsupported(Unsupported::ArchTooLarge { field, value }))
+    u32::try_from(value)
+        .map_err(|_| CompileError::Unsupported(Unsupported::ArchTooLarge { field, value }))
 }
 
 /// Run stages 1 to 4 (tiling, mapping, bufferization).
@@ -102,7 +110,11 @@ pub(crate) fn plan(case: &Case, options: &CompileOptions) -> Result<Compiled, Co
     let spatial = tiling::tile(case, options)?;
     let mapping = mapping::map(&spatial, arch.cores, arch.arrays_per_core)?;
     let buffers = buffers::bufferize(case, &spatial, &mapping, options.skip_padding)?;
-    Ok(Compiled { spatial, mapping, buffers })
+    Ok(Compiled {
+        spatial,
+        mapping,
+        buffers,
+    })
 }
 
 /// Compile a case into a bundle: program, crossbar export, io manifest.
@@ -110,7 +122,11 @@ pub fn compile(case: &Case, options: &CompileOptions) -> Result<Bundle, CompileE
     let c = plan(case, options)?;
     let cores = codegen::generate(&c.spatial, &c.mapping, &c.buffers, options.skip_padding);
     let xbars = export::export(case, &c.spatial, &c.mapping);
-    Ok(Bundle { program: program(case, &c, cores), xbars, manifest: c.buffers.manifest })
+    Ok(Bundle {
+        program: program(case, &c, cores),
+        xbars,
+        manifest: c.buffers.manifest,
+    })
 }
 
 pub(crate) fn program(case: &Case, c: &Compiled, cores: Vec<Vec<pimdiff_isa::Inst>>) -> Program {
@@ -130,5 +146,9 @@ pub(crate) fn program(case: &Case, c: &Compiled, cores: Vec<Vec<pimdiff_isa::Ins
         cell_precision: None,
         adc_count: None,
     };
-    Program { cores, groups: export::group_map(&c.mapping), arch: hints }
+    Program {
+        cores,
+        groups: export::group_map(&c.mapping),
+        arch: hints,
+    }
 }

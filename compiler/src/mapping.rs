@@ -60,12 +60,24 @@ pub struct Mapping {
 }
 
 /// Place every crossbar that is not skipped; `Unsupported` when the chip has too few arrays.
-pub fn map(spatial: &Spatial, cores: usize, arrays_per_core: usize) -> Result<Mapping, CompileError> {
-    let kept = |r: &std::ops::Range<usize>| spatial.xbars[r.clone()].iter().filter(|x| x.skip.is_none()).count();
+pub fn map(
+    spatial: &Spatial,
+    cores: usize,
+    arrays_per_core: usize,
+) -> Result<Mapping, CompileError> {
+    let kept = |r: &std::ops::Range<usize>| {
+        spatial.xbars[r.clone()]
+            .iter()
+            .filter(|x| x.skip.is_none())
+            .count()
+    };
     let needed: usize = spatial.class_xbars.iter().map(kept).sum();
     let available = cores.saturating_mul(arrays_per_core);
     if needed > available {
-        return Err(CompileError::Unsupported(Unsupported::NotEnoughArrays { needed, available }));
+        return Err(CompileError::Unsupported(Unsupported::NotEnoughArrays {
+            needed,
+            available,
+        }));
     }
     let mut placements = Vec::with_capacity(needed);
     let mut arrays_used = vec![0usize; cores];
@@ -89,18 +101,38 @@ pub fn map(spatial: &Spatial, cores: usize, arrays_per_core: usize) -> Result<Ma
             let array = arrays_used[core];
             arrays_used[core] += 1;
             if parts.last().map(|p| p.core) != Some(core) {
-                parts.push(Part { core, placements: Vec::new() });
+                parts.push(Part {
+                    core,
+                    placements: Vec::new(),
+                });
             }
-            parts.last_mut().expect("just pushed").placements.push(placements.len());
-            placements.push(Placement { xbar: xi, core, array });
+            parts
+                .last_mut()
+                .expect("just pushed")
+                .placements
+                .push(placements.len());
+            placements.push(Placement {
+                xbar: xi,
+                core,
+                array,
+            });
         }
         remaining -= size;
         // An empty class is owned by the core the fill has reached (never past the last core).
         let owner = parts.first().map_or(core.min(cores - 1), |p| p.core);
-        reductions.push(Reduction { owner, parts, total: size });
+        reductions.push(Reduction {
+            owner,
+            parts,
+            total: size,
+        });
         if arrays_used[core] == arrays_per_core && core + 1 < cores {
             core += 1;
         }
     }
-    Ok(Mapping { cores, placements, arrays_used, reductions })
+    Ok(Mapping {
+        cores,
+        placements,
+        arrays_used,
+        reductions,
+    })
 }

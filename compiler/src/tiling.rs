@@ -59,7 +59,10 @@ impl Problem {
         let p = match &s.op {
             Op::Conv2d(cv) => {
                 let [n, c, h, w] = s.input_shape[..] else {
-                    return Err(bad(format!("conv2d input_shape {:?} is not [N, C, H, W]", s.input_shape)));
+                    return Err(bad(format!(
+                        "conv2d input_shape {:?} is not [N, C, H, W]",
+                        s.input_shape
+                    )));
                 };
                 let [kh, kw] = cv.kernel;
                 let [sh, sw] = cv.stride;
@@ -78,7 +81,9 @@ impl Problem {
                 let ext_h = dh * (kh - 1) + 1;
                 let ext_w = dw * (kw - 1) + 1;
                 if h + pt + pb < ext_h || w + pl + pr < ext_w {
-                    return Err(bad("the dilated kernel is larger than the padded input".into()));
+                    return Err(bad(
+                        "the dilated kernel is larger than the padded input".into()
+                    ));
                 }
                 Problem {
                     mvm: false,
@@ -108,7 +113,10 @@ impl Problem {
             }
             Op::Mvm(m) => {
                 let [n, f] = s.input_shape[..] else {
-                    return Err(bad(format!("mvm input_shape {:?} is not [N, features]", s.input_shape)));
+                    return Err(bad(format!(
+                        "mvm input_shape {:?} is not [N, features]",
+                        s.input_shape
+                    )));
                 };
                 if n == 0 || f == 0 || f != m.in_features || m.out_features == 0 {
                     return Err(bad(format!(
@@ -143,18 +151,34 @@ impl Problem {
                 }
             }
         };
-        let weight_shape: Vec<usize> =
-            if p.mvm { vec![p.k, p.c] } else { vec![p.k, p.cg, p.kh, p.kw] };
+        let weight_shape: Vec<usize> = if p.mvm {
+            vec![p.k, p.c]
+        } else {
+            vec![p.k, p.cg, p.kh, p.kw]
+        };
         if case.weight.shape() != weight_shape.as_slice() {
-            return Err(bad(format!("weight shape {:?}, expected {:?}", case.weight.shape(), weight_shape)));
+            return Err(bad(format!(
+                "weight shape {:?}, expected {:?}",
+                case.weight.shape(),
+                weight_shape
+            )));
         }
         if case.input.shape() != s.input_shape.as_slice() {
-            return Err(bad(format!("input shape {:?}, expected {:?}", case.input.shape(), s.input_shape)));
+            return Err(bad(format!(
+                "input shape {:?}, expected {:?}",
+                case.input.shape(),
+                s.input_shape
+            )));
         }
         match (&case.bias, p.bias) {
             (Some(b), true) if b.len() == p.k => {}
             (None, false) => {}
-            _ => return Err(bad(format!("bias presence/length disagrees with op.bias = {}", p.bias))),
+            _ => {
+                return Err(bad(format!(
+                    "bias presence/length disagrees with op.bias = {}",
+                    p.bias
+                )))
+            }
         }
         Ok(p)
     }
@@ -249,7 +273,9 @@ pub fn tile(case: &Case, options: &CompileOptions) -> Result<Spatial, CompileErr
     let rows = case.spec.arch.array_rows;
     let cols = case.spec.arch.array_cols;
     if rows == 0 || cols == 0 {
-        return Err(CompileError::Internal("arch: array_rows and array_cols must be >= 1".into()));
+        return Err(CompileError::Internal(
+            "arch: array_rows and array_cols must be >= 1".into(),
+        ));
     }
     let weights = flat_weights(case);
     let row_ok: Vec<bool> = (0..p.kh).map(|i| p.row_ever_valid(i)).collect();
@@ -259,31 +285,48 @@ pub fn tile(case: &Case, options: &CompileOptions) -> Result<Spatial, CompileErr
     let mut class_xbars = Vec::new();
     for g in 0..p.groups {
         for ot in (0..p.kg).step_by(cols) {
-            let class = Class { group: g, k0: g * p.kg + ot, width: cols.min(p.kg - ot) };
+            let class = Class {
+                group: g,
+                k0: g * p.kg + ot,
+                width: cols.min(p.kg - ot),
+            };
             let id = classes.len();
             classes.push(class);
             let start = xbars.len();
             for it in (0..p.cg).step_by(rows) {
                 let n_rows = rows.min(p.cg - it);
-                for i in 0..p.kh {
-                    for j in 0..p.kw {
-                        let skip = if options.skip_padding && !(row_ok[i] && col_ok[j]) {
+                for (i, &row_valid) in row_ok.iter().enumerate() {
+                    for (j, &col_valid) in col_ok.iter().enumerate() {
+                        let skip = if options.skip_padding && !(row_valid && col_valid) {
                             Some(Skip::AlwaysPadding)
                         } else if options.weight_skipping
                             && (class.k0..class.k0 + class.width).all(|k| {
-                                (it..it + n_rows).all(|ci| weight_at(&p, &weights, k, ci, i, j) == 0)
+                                (it..it + n_rows)
+                                    .all(|ci| weight_at(&p, &weights, k, ci, i, j) == 0)
                             })
                         {
                             Some(Skip::ZeroWeights)
                         } else {
                             None
                         };
-                        xbars.push(Crossbar { class: id, c0: g * p.cg + it, rows: n_rows, i, j, skip });
+                        xbars.push(Crossbar {
+                            class: id,
+                            c0: g * p.cg + it,
+                            rows: n_rows,
+                            i,
+                            j,
+                            skip,
+                        });
                     }
                 }
             }
             class_xbars.push(start..xbars.len());
         }
     }
-    Ok(Spatial { problem: p, classes, xbars, class_xbars })
+    Ok(Spatial {
+        problem: p,
+        classes,
+        xbars,
+        class_xbars,
+    })
 }

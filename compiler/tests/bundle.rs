@@ -9,14 +9,23 @@ use pimdiff_isa::bundle::Bundle;
 use pimdiff_oracle::Conv2d;
 
 fn sample() -> pimdiff_oracle::Case {
-    let c = Conv2d { padding: [1, 0, 2, 1], bias: true, relu: true, ..conv(5, 6, [3, 2]) };
+    let c = Conv2d {
+        padding: [1, 0, 2, 1],
+        bias: true,
+        relu: true,
+        ..conv(5, 6, [3, 2])
+    };
     conv_case(c, 2, 4, 5, arch(3, 8, 4, 4, 2048), 11)
 }
 
 fn files(dir: &std::path::Path) -> Vec<(String, Vec<u8>)> {
     let mut out = Vec::new();
     for entry in walk(dir) {
-        let rel = entry.strip_prefix(dir).unwrap().to_string_lossy().into_owned();
+        let rel = entry
+            .strip_prefix(dir)
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
         out.push((rel, std::fs::read(&entry).unwrap()));
     }
     out.sort();
@@ -47,7 +56,9 @@ fn bundle_round_trips_through_a_directory() {
     assert!(names.contains(&"io.json".to_string()));
     assert!(names.contains(&"bias.bin".to_string()));
     assert!(names.contains(&"core_2.json".to_string()));
-    assert!(names.iter().any(|n| n.starts_with("xbars") && n.ends_with("core_0.npy")));
+    assert!(names
+        .iter()
+        .any(|n| n.starts_with("xbars") && n.ends_with("core_0.npy")));
     let back = Bundle::read_dir(dir.path()).unwrap();
     assert_eq!(back.manifest, bundle.manifest);
     assert_eq!(back.xbars, bundle.xbars);
@@ -61,8 +72,14 @@ fn compilation_is_deterministic_to_the_byte() {
     let case = sample();
     let a = tempfile::tempdir().unwrap();
     let b = tempfile::tempdir().unwrap();
-    compile(&case, &CompileOptions::default()).unwrap().write_dir(a.path()).unwrap();
-    compile(&case, &CompileOptions::default()).unwrap().write_dir(b.path()).unwrap();
+    compile(&case, &CompileOptions::default())
+        .unwrap()
+        .write_dir(a.path())
+        .unwrap();
+    compile(&case, &CompileOptions::default())
+        .unwrap()
+        .write_dir(b.path())
+        .unwrap();
     assert_eq!(files(a.path()), files(b.path()));
 }
 
@@ -70,14 +87,23 @@ fn compilation_is_deterministic_to_the_byte() {
 fn programs_follow_the_pimsim_nn_rules() {
     use pimdiff_isa::inst::Opcode;
     for seed in 0..40 {
-        let c = Conv2d { padding: [1; 4], stride: [2, 1], ..conv(3 + seed as usize % 5, 5, [3, 3]) };
+        let c = Conv2d {
+            padding: [1; 4],
+            stride: [2, 1],
+            ..conv(3 + seed as usize % 5, 5, [3, 3])
+        };
         let case = conv_case(c, 1, 5, 4, arch(4, 3, 2, 3, 1 << 14), seed);
-        let Ok(bundle) = compile(&case, &CompileOptions::default()) else { continue };
+        let Ok(bundle) = compile(&case, &CompileOptions::default()) else {
+            continue;
+        };
         for (core, insts) in bundle.program.cores.iter().enumerate() {
             if let Some(last) = insts.last() {
                 let op = last.opcode();
                 assert!(
-                    !matches!(op, Opcode::Sldi | Opcode::Setbw | Opcode::Nop | Opcode::Saddi),
+                    !matches!(
+                        op,
+                        Opcode::Sldi | Opcode::Setbw | Opcode::Nop | Opcode::Saddi
+                    ),
                     "core {core} ends with {op}"
                 );
             }
@@ -87,7 +113,9 @@ fn programs_follow_the_pimsim_nn_rules() {
                 }
             }
         }
-        let pimdiff_isa::GroupSpec::ArrayGroupMap(map) = &bundle.program.groups else { panic!("no map") };
+        let pimdiff_isa::GroupSpec::ArrayGroupMap(map) = &bundle.program.groups else {
+            panic!("no map")
+        };
         assert_eq!(map.len(), bundle.program.cores.len());
     }
 }
@@ -106,7 +134,10 @@ fn broken_bundle_directories_are_refused_naming_the_file() {
     let d = fresh();
     std::fs::remove_file(d.path().join("io.json")).unwrap();
     let err = Bundle::read_dir(d.path()).unwrap_err();
-    assert!(matches!(&err, BundleError::Io { path, .. } if path.ends_with("io.json")), "{err}");
+    assert!(
+        matches!(&err, BundleError::Io { path, .. } if path.ends_with("io.json")),
+        "{err}"
+    );
 
     let d = fresh();
     std::fs::remove_file(d.path().join("bias.bin")).unwrap();
@@ -127,18 +158,33 @@ fn broken_bundle_directories_are_refused_naming_the_file() {
 
     let d = fresh();
     let io = std::fs::read_to_string(d.path().join("io.json")).unwrap();
-    std::fs::write(d.path().join("io.json"), io.replace("\"bias.bin\"", "\"../bias.bin\"")).unwrap();
+    std::fs::write(
+        d.path().join("io.json"),
+        io.replace("\"bias.bin\"", "\"../bias.bin\""),
+    )
+    .unwrap();
     let err = Bundle::read_dir(d.path()).unwrap_err();
-    assert!(matches!(&err, BundleError::Manifest { path, .. } if path.ends_with("io.json")), "{err}");
+    assert!(
+        matches!(&err, BundleError::Manifest { path, .. } if path.ends_with("io.json")),
+        "{err}"
+    );
 }
 
 #[test]
 fn rewriting_a_bundle_directory_leaves_no_stale_cores() {
     let dir = tempfile::tempdir().unwrap();
-    compile(&sample(), &CompileOptions::default()).unwrap().write_dir(dir.path()).unwrap();
+    compile(&sample(), &CompileOptions::default())
+        .unwrap()
+        .write_dir(dir.path())
+        .unwrap();
     // A smaller bundle into the same directory reads back as itself.
     let small = common::mvm_case(
-        pimdiff_oracle::Mvm { in_features: 3, out_features: 2, bias: false, relu: false },
+        pimdiff_oracle::Mvm {
+            in_features: 3,
+            out_features: 2,
+            bias: false,
+            relu: false,
+        },
         1,
         arch(1, 2, 4, 4, 256),
         9,

@@ -26,24 +26,55 @@ fn random_case(seed: u64) -> Case {
     let bias = r.below(2) == 0;
     let relu = r.below(2) == 0;
     let (spec, wshape, k) = if r.below(4) == 0 {
-        let mvm = Mvm { in_features: 1 + r.below(10) as usize, out_features: 1 + r.below(10) as usize, bias, relu };
+        let mvm = Mvm {
+            in_features: 1 + r.below(10) as usize,
+            out_features: 1 + r.below(10) as usize,
+            bias,
+            relu,
+        };
         let n = 1 + r.below(3) as usize;
-        (CaseSpec { op: Op::Mvm(mvm), input_shape: vec![n, mvm.in_features], arch }, vec![mvm.out_features, mvm.in_features], mvm.out_features)
+        (
+            CaseSpec {
+                op: Op::Mvm(mvm),
+                input_shape: vec![n, mvm.in_features],
+                arch,
+            },
+            vec![mvm.out_features, mvm.in_features],
+            mvm.out_features,
+        )
     } else {
-        let groups = if r.below(3) == 0 { 1 + r.below(3) as usize } else { 1 };
+        let groups = if r.below(3) == 0 {
+            1 + r.below(3) as usize
+        } else {
+            1
+        };
         let depthwise = groups > 1 && r.below(2) == 0;
         let wide = r.below(5) == 0;
-        let cg = if depthwise { 1 } else { 1 + r.below(if wide { 10 } else { 4 }) as usize };
+        let cg = if depthwise {
+            1
+        } else {
+            1 + r.below(if wide { 10 } else { 4 }) as usize
+        };
         let kg = 1 + r.below(if wide { 10 } else { 4 }) as usize;
         // Now and then an extreme window: big kernels, strides, dilations and paddings
         // (output pixels entirely in the padding, kernels larger than the input).
         let x = if r.below(6) == 0 { 2 } else { 0 };
         let kernel = [1 + r.below(3 + x) as usize, 1 + r.below(3 + x) as usize];
         let stride = [1 + r.below(2 + x) as usize, 1 + r.below(3 + x) as usize];
-        let dilation = [1 + r.below(2 + x / 2) as usize, 1 + r.below(2 + x / 2) as usize];
-        let padding =
-            [r.below(3 + x) as usize, r.below(3 + x) as usize, r.below(3 + x) as usize, r.below(2 + x) as usize];
-        let ext = [dilation[0] * (kernel[0] - 1) + 1, dilation[1] * (kernel[1] - 1) + 1];
+        let dilation = [
+            1 + r.below(2 + x / 2) as usize,
+            1 + r.below(2 + x / 2) as usize,
+        ];
+        let padding = [
+            r.below(3 + x) as usize,
+            r.below(3 + x) as usize,
+            r.below(3 + x) as usize,
+            r.below(2 + x) as usize,
+        ];
+        let ext = [
+            dilation[0] * (kernel[0] - 1) + 1,
+            dilation[1] * (kernel[1] - 1) + 1,
+        ];
         let h = (1 + r.below(6) as usize).max(ext[0].saturating_sub(padding[0] + padding[2]));
         let w = (1 + r.below(6) as usize).max(ext[1].saturating_sub(padding[1] + padding[3]));
         let n = 1 + r.below(3) as usize;
@@ -59,7 +90,11 @@ fn random_case(seed: u64) -> Case {
             relu,
         };
         (
-            CaseSpec { op: Op::Conv2d(conv), input_shape: vec![n, conv.in_channels, h, w], arch },
+            CaseSpec {
+                op: Op::Conv2d(conv),
+                input_shape: vec![n, conv.in_channels, h, w],
+                arch,
+            },
             vec![conv.out_channels, cg, kernel[0], kernel[1]],
             conv.out_channels,
         )
@@ -78,10 +113,22 @@ fn random_case(seed: u64) -> Case {
 
 fn all_options() -> [CompileOptions; 4] {
     [
-        CompileOptions { skip_padding: true, weight_skipping: true },
-        CompileOptions { skip_padding: false, weight_skipping: false },
-        CompileOptions { skip_padding: true, weight_skipping: false },
-        CompileOptions { skip_padding: false, weight_skipping: true },
+        CompileOptions {
+            skip_padding: true,
+            weight_skipping: true,
+        },
+        CompileOptions {
+            skip_padding: false,
+            weight_skipping: false,
+        },
+        CompileOptions {
+            skip_padding: true,
+            weight_skipping: false,
+        },
+        CompileOptions {
+            skip_padding: false,
+            weight_skipping: true,
+        },
     ]
 }
 
@@ -93,7 +140,13 @@ fn check(seed: u64) -> Result<bool, TestCaseError> {
         match compile_and_run(&case, &options) {
             Ok(Some(out)) => {
                 compiled = true;
-                prop_assert_eq!(&out, &expected, "options {:?}, case {:?}", options, case.spec);
+                prop_assert_eq!(
+                    &out,
+                    &expected,
+                    "options {:?}, case {:?}",
+                    options,
+                    case.spec
+                );
             }
             Ok(None) => {}
             Err(e) => prop_assert!(false, "options {:?}, case {:?}: {}", options, case.spec, e),
@@ -101,16 +154,27 @@ fn check(seed: u64) -> Result<bool, TestCaseError> {
     }
     // The result must not depend on how the cores interleave.
     if let Ok(bundle) = pimdiff_compiler::compile(&case, &CompileOptions::default()) {
-        let random = MachineOptions { schedule: Schedule::Random(seed), ..MachineOptions::default() };
+        let random = MachineOptions {
+            schedule: Schedule::Random(seed),
+            ..MachineOptions::default()
+        };
         let out = common::run_bundle_with(&case, &bundle, random);
-        prop_assert_eq!(out.as_ref(), Ok(&expected), "random schedule, case {:?}", case.spec);
+        prop_assert_eq!(
+            out.as_ref(),
+            Ok(&expected),
+            "random schedule, case {:?}",
+            case.spec
+        );
     }
     Ok(compiled)
 }
 
 /// `PIMDIFF_E2E_CASES` raises the number of cases for a soak run.
 fn cases() -> u32 {
-    std::env::var("PIMDIFF_E2E_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(512)
+    std::env::var("PIMDIFF_E2E_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(512)
 }
 
 proptest! {
@@ -127,4 +191,3 @@ fn most_random_cases_compile() {
     let compiled = (0..200u64).filter(|&s| check(s).expect("agrees")).count();
     assert!(compiled >= 140, "only {compiled} of 200 cases compiled");
 }
-

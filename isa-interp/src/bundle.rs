@@ -118,9 +118,15 @@ pub enum BundleError {
     #[error("{}: {source}", path.display())]
     Io { path: PathBuf, source: io::Error },
     #[error("{}: invalid JSON: {source}", path.display())]
-    Json { path: PathBuf, source: serde_json::Error },
+    Json {
+        path: PathBuf,
+        source: serde_json::Error,
+    },
     #[error("{}: {problem}", path.display())]
-    Manifest { path: PathBuf, problem: ManifestProblem },
+    Manifest {
+        path: PathBuf,
+        problem: ManifestProblem,
+    },
     /// The program (`config.json`, `core_<i>.json`) could not be loaded; the error names the file.
     #[error("{0}")]
     Program(#[from] crate::formats::LoadError),
@@ -138,19 +144,45 @@ pub enum ManifestProblem {
     #[error("constant {name:?}: file name {file:?} must be a plain file name inside the bundle")]
     ConstantFileName { name: String, file: String },
     #[error("constant {name:?}: file {file:?} has {found} bytes, more than the limit of {limit}")]
-    ConstantTooLarge { name: String, file: String, found: u64, limit: u64 },
+    ConstantTooLarge {
+        name: String,
+        file: String,
+        found: u64,
+        limit: u64,
+    },
     #[error("{what}: layout {layout:?} needs a {expected}-dimensional shape, found {found:?}")]
-    LayoutRank { what: String, layout: Layout, expected: usize, found: Vec<usize> },
+    LayoutRank {
+        what: String,
+        layout: Layout,
+        expected: usize,
+        found: Vec<usize>,
+    },
     #[error("{what}: shape {shape:?} has more than {limit} elements")]
-    SlotTooLarge { what: String, shape: Vec<usize>, limit: usize },
+    SlotTooLarge {
+        what: String,
+        shape: Vec<usize>,
+        limit: usize,
+    },
     #[error("{what}: {len} bytes at address {addr} run past the end of global memory (2^32)")]
     OutOfGlobalMemory { what: String, addr: u32, len: u64 },
     #[error("{what}: slot dtype is {slot:?}, but the tensor is {tensor:?}")]
-    Dtype { what: String, slot: Dtype, tensor: Dtype },
+    Dtype {
+        what: String,
+        slot: Dtype,
+        tensor: Dtype,
+    },
     #[error("{what}: tensor shape {found:?} differs from the slot's {expected:?}")]
-    Shape { what: String, expected: Vec<usize>, found: Vec<usize> },
+    Shape {
+        what: String,
+        expected: Vec<usize>,
+        found: Vec<usize>,
+    },
     #[error("{what}: {found} bytes given, the slot holds {expected}")]
-    Length { what: String, expected: usize, found: usize },
+    Length {
+        what: String,
+        expected: usize,
+        found: usize,
+    },
     #[error("value {value} of the int32 tensor does not fit the int8 slot {what}")]
     Narrowing { what: String, value: i32 },
 }
@@ -235,8 +267,10 @@ impl TensorSlot {
             let at = pos * width;
             match self.dtype {
                 Dtype::Int8 => {
-                    let b = i8::try_from(v)
-                        .map_err(|_| ManifestProblem::Narrowing { what: what.to_string(), value: v })?;
+                    let b = i8::try_from(v).map_err(|_| ManifestProblem::Narrowing {
+                        what: what.to_string(),
+                        value: v,
+                    })?;
                     bytes[at] = b as u8;
                 }
                 Dtype::Int32 => bytes[at..at + 4].copy_from_slice(&v.to_le_bytes()),
@@ -263,7 +297,9 @@ impl TensorSlot {
                 let at = pos * width;
                 match self.dtype {
                     Dtype::Int8 => bytes[at] as i8 as i32,
-                    Dtype::Int32 => i32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]]),
+                    Dtype::Int32 => {
+                        i32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]])
+                    }
                 }
             })
             .collect();
@@ -277,7 +313,11 @@ impl TensorSlot {
 
 fn check_range(what: &str, addr: u32, len: u64) -> Result<(), ManifestProblem> {
     if addr as u64 + len > 1u64 << 32 {
-        return Err(ManifestProblem::OutOfGlobalMemory { what: what.to_string(), addr, len });
+        return Err(ManifestProblem::OutOfGlobalMemory {
+            what: what.to_string(),
+            addr,
+            len,
+        });
     }
     Ok(())
 }
@@ -289,7 +329,11 @@ impl IoManifest {
         self.output.check("output")?;
         for c in &self.constants {
             check_file_name(c)?;
-            check_range(&format!("constant {:?}", c.name), c.addr, c.data.len() as u64)?;
+            check_range(
+                &format!("constant {:?}", c.name),
+                c.addr,
+                c.data.len() as u64,
+            )?;
         }
         Ok(())
     }
@@ -304,13 +348,17 @@ impl IoManifest {
                 found: input.shape().to_vec(),
             }));
         }
-        self.input.encode("input", &input.mapv(i32::from)).map_err(BundleError::Slot)
+        self.input
+            .encode("input", &input.mapv(i32::from))
+            .map_err(BundleError::Slot)
     }
 
     /// The logical output tensor (NCHW / `[N, features]`) from the `output.byte_len()`
     /// bytes read at `output.addr`.
     pub fn decode_output(&self, bytes: &[u8]) -> Result<ArrayD<i32>, BundleError> {
-        self.output.decode("output", bytes).map_err(BundleError::Slot)
+        self.output
+            .decode("output", bytes)
+            .map_err(BundleError::Slot)
     }
 }
 
@@ -326,21 +374,33 @@ fn check_file_name(c: &ConstSegment) -> Result<(), ManifestProblem> {
     if plain {
         Ok(())
     } else {
-        Err(ManifestProblem::ConstantFileName { name: c.name.clone(), file: f.clone() })
+        Err(ManifestProblem::ConstantFileName {
+            name: c.name.clone(),
+            file: f.clone(),
+        })
     }
 }
 
 /// Read a whole file, refusing one larger than `limit` bytes before reading it.
 pub(crate) fn read_bounded(path: &Path, limit: u64) -> Result<Vec<u8>, BundleError> {
-    let io_err = |source| BundleError::Io { path: path.to_path_buf(), source };
+    let io_err = |source| BundleError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
     let meta = fs::metadata(path).map_err(io_err)?;
     if !meta.is_file() {
-        return Err(io_err(io::Error::new(io::ErrorKind::InvalidInput, "not a regular file")));
+        return Err(io_err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "not a regular file",
+        )));
     }
     if meta.len() > limit {
         return Err(io_err(io::Error::new(
             io::ErrorKind::InvalidData,
-            format!("file has {} bytes, more than the limit of {limit}", meta.len()),
+            format!(
+                "file has {} bytes, more than the limit of {limit}",
+                meta.len()
+            ),
         )));
     }
     fs::read(path).map_err(io_err)
@@ -350,9 +410,14 @@ impl IoManifest {
     /// Write `io.json` and one file per constant segment into `dir`.
     pub fn write_dir(&self, dir: &Path) -> Result<(), BundleError> {
         let path = dir.join("io.json");
-        self.check().map_err(|problem| BundleError::Manifest { path: path.clone(), problem })?;
-        let text = serde_json::to_string_pretty(self)
-            .map_err(|source| BundleError::Json { path: path.clone(), source })?;
+        self.check().map_err(|problem| BundleError::Manifest {
+            path: path.clone(),
+            problem,
+        })?;
+        let text = serde_json::to_string_pretty(self).map_err(|source| BundleError::Json {
+            path: path.clone(),
+            source,
+        })?;
         fs::write(&path, text + "\n").map_err(|source| BundleError::Io { path, source })?;
         for c in &self.constants {
             let p = dir.join(&c.file);
@@ -365,15 +430,26 @@ impl IoManifest {
     pub fn read_dir(dir: &Path) -> Result<IoManifest, BundleError> {
         let path = dir.join("io.json");
         let bytes = read_bounded(&path, MAX_MANIFEST_BYTES)?;
-        let mut manifest: IoManifest = serde_json::from_slice(&bytes)
-            .map_err(|source| BundleError::Json { path: path.clone(), source })?;
-        let bad = |problem| BundleError::Manifest { path: path.clone(), problem };
+        let mut manifest: IoManifest =
+            serde_json::from_slice(&bytes).map_err(|source| BundleError::Json {
+                path: path.clone(),
+                source,
+            })?;
+        let bad = |problem| BundleError::Manifest {
+            path: path.clone(),
+            problem,
+        };
         manifest.input.check("input").map_err(bad)?;
         manifest.output.check("output").map_err(bad)?;
         for c in &mut manifest.constants {
             check_file_name(c).map_err(bad)?;
             let p = dir.join(&c.file);
-            let len = fs::metadata(&p).map_err(|source| BundleError::Io { path: p.clone(), source })?.len();
+            let len = fs::metadata(&p)
+                .map_err(|source| BundleError::Io {
+                    path: p.clone(),
+                    source,
+                })?
+                .len();
             if len > MAX_CONSTANT_BYTES {
                 return Err(bad(ManifestProblem::ConstantTooLarge {
                     name: c.name.clone(),
@@ -383,7 +459,12 @@ impl IoManifest {
                 }));
             }
             c.data = read_bounded(&p, MAX_CONSTANT_BYTES)?;
-            check_range(&format!("constant {:?}", c.name), c.addr, c.data.len() as u64).map_err(bad)?;
+            check_range(
+                &format!("constant {:?}", c.name),
+                c.addr,
+                c.data.len() as u64,
+            )
+            .map_err(bad)?;
         }
         Ok(manifest)
     }
@@ -417,9 +498,17 @@ impl Bundle {
     pub fn read_dir(dir: &Path) -> Result<Bundle, BundleError> {
         let program = read_program_dir(dir)?;
         let xdir = dir.join(Self::XBARS_DIR);
-        let xbars = if xdir.is_dir() { read_export_dir(&xdir)? } else { CrossbarExport::default() };
+        let xbars = if xdir.is_dir() {
+            read_export_dir(&xdir)?
+        } else {
+            CrossbarExport::default()
+        };
         let manifest = IoManifest::read_dir(dir)?;
-        Ok(Bundle { program, xbars, manifest })
+        Ok(Bundle {
+            program,
+            xbars,
+            manifest,
+        })
     }
 }
 
@@ -429,17 +518,29 @@ mod tests {
     use ndarray::{Array4, ArrayD};
 
     fn slot(shape: Vec<usize>, layout: Layout, dtype: Dtype) -> TensorSlot {
-        TensorSlot { addr: 16, shape, layout, dtype }
+        TensorSlot {
+            addr: 16,
+            shape,
+            layout,
+            dtype,
+        }
     }
 
     #[test]
     fn nhwc_encoding_puts_a_pixels_channels_together() {
         // x[n, c, h, w] = 100c + 10h + w, shape [1, 2, 2, 3].
-        let x = Array4::from_shape_fn((1, 2, 2, 3), |(_, c, h, w)| (100 * c + 10 * h + w) as i32).into_dyn();
+        let x = Array4::from_shape_fn((1, 2, 2, 3), |(_, c, h, w)| (100 * c + 10 * h + w) as i32)
+            .into_dyn();
         let s = slot(vec![1, 2, 2, 3], Layout::Nhwc, Dtype::Int32);
         let bytes = s.encode("t", &x).unwrap();
-        let words: Vec<i32> = bytes.chunks(4).map(|b| i32::from_le_bytes(b.try_into().unwrap())).collect();
-        assert_eq!(words, vec![0, 100, 1, 101, 2, 102, 10, 110, 11, 111, 12, 112]);
+        let words: Vec<i32> = bytes
+            .chunks(4)
+            .map(|b| i32::from_le_bytes(b.try_into().unwrap()))
+            .collect();
+        assert_eq!(
+            words,
+            vec![0, 100, 1, 101, 2, 102, 10, 110, 11, 111, 12, 112]
+        );
         assert_eq!(s.decode("t", &bytes).unwrap(), x);
     }
 
@@ -454,7 +555,10 @@ mod tests {
         assert_eq!(m.encode_input(&x).unwrap(), vec![0xff, 2, 0xfd, 4]);
         let out: Vec<u8> = (1..=6i32).flat_map(|v| (-v).to_le_bytes()).collect();
         let y = m.decode_output(&out).unwrap();
-        assert_eq!(y, ArrayD::from_shape_vec(vec![2, 3], vec![-1, -2, -3, -4, -5, -6]).unwrap());
+        assert_eq!(
+            y,
+            ArrayD::from_shape_vec(vec![2, 3], vec![-1, -2, -3, -4, -5, -6]).unwrap()
+        );
     }
 
     #[test]
@@ -465,17 +569,36 @@ mod tests {
             constants: vec![],
         };
         let x = ArrayD::<i8>::zeros(vec![1, 2, 2, 1]);
-        assert!(matches!(m.encode_input(&x), Err(BundleError::Slot(ManifestProblem::Shape { .. }))));
+        assert!(matches!(
+            m.encode_input(&x),
+            Err(BundleError::Slot(ManifestProblem::Shape { .. }))
+        ));
         assert!(matches!(
             m.decode_output(&[0; 23]),
-            Err(BundleError::Slot(ManifestProblem::Length { expected: 24, found: 23, .. }))
+            Err(BundleError::Slot(ManifestProblem::Length {
+                expected: 24,
+                found: 23,
+                ..
+            }))
         ));
         let bad_rank = slot(vec![2, 3], Layout::Nhwc, Dtype::Int8);
-        assert!(matches!(bad_rank.check("x"), Err(ManifestProblem::LayoutRank { expected: 4, .. })));
-        let past_end = TensorSlot { addr: u32::MAX - 2, ..slot(vec![1, 4], Layout::Nc, Dtype::Int8) };
-        assert!(matches!(past_end.check("x"), Err(ManifestProblem::OutOfGlobalMemory { len: 4, .. })));
+        assert!(matches!(
+            bad_rank.check("x"),
+            Err(ManifestProblem::LayoutRank { expected: 4, .. })
+        ));
+        let past_end = TensorSlot {
+            addr: u32::MAX - 2,
+            ..slot(vec![1, 4], Layout::Nc, Dtype::Int8)
+        };
+        assert!(matches!(
+            past_end.check("x"),
+            Err(ManifestProblem::OutOfGlobalMemory { len: 4, .. })
+        ));
         let huge = slot(vec![1 << 20, 1 << 20], Layout::Nc, Dtype::Int8);
-        assert!(matches!(huge.check("x"), Err(ManifestProblem::SlotTooLarge { .. })));
+        assert!(matches!(
+            huge.check("x"),
+            Err(ManifestProblem::SlotTooLarge { .. })
+        ));
     }
 
     #[test]
@@ -484,8 +607,18 @@ mod tests {
         let write = |text: &str| fs::write(dir.path().join("io.json"), text).unwrap();
         let slots = r#""input": {"addr": 0, "shape": [1, 4], "layout": "nc", "dtype": "int8"},
                        "output": {"addr": 64, "shape": [1, 2], "layout": "nc", "dtype": "int32"}"#;
-        for file in ["../etc/passwd", "/abs", "a/b", "..", "", "io.json", "core_0.json"] {
-            write(&format!(r#"{{{slots}, "constants": [{{"name": "b", "addr": 0, "file": {file:?}}}]}}"#));
+        for file in [
+            "../etc/passwd",
+            "/abs",
+            "a/b",
+            "..",
+            "",
+            "io.json",
+            "core_0.json",
+        ] {
+            write(&format!(
+                r#"{{{slots}, "constants": [{{"name": "b", "addr": 0, "file": {file:?}}}]}}"#
+            ));
             let err = IoManifest::read_dir(dir.path()).unwrap_err();
             assert!(
                 matches!(&err, BundleError::Manifest { path, problem: ManifestProblem::ConstantFileName { .. } }
@@ -494,17 +627,32 @@ mod tests {
             );
         }
         write(&format!(r#"{{{slots}, "extra": 1}}"#));
-        assert!(matches!(IoManifest::read_dir(dir.path()), Err(BundleError::Json { .. })));
-        write(&format!(r#"{{{slots}, "constants": [{{"name": "b", "addr": 0, "file": "missing.bin"}}]}}"#));
-        let err = IoManifest::read_dir(dir.path()).unwrap_err();
-        assert!(matches!(&err, BundleError::Io { path, .. } if path.ends_with("missing.bin")), "{err}");
-        fs::write(dir.path().join("b.bin"), [1, 2, 3, 4]).unwrap();
-        write(&format!(r#"{{{slots}, "constants": [{{"name": "b", "addr": 4294967294, "file": "b.bin"}}]}}"#));
         assert!(matches!(
             IoManifest::read_dir(dir.path()),
-            Err(BundleError::Manifest { problem: ManifestProblem::OutOfGlobalMemory { .. }, .. })
+            Err(BundleError::Json { .. })
         ));
-        write(&format!(r#"{{{slots}, "constants": [{{"name": "b", "addr": 8, "file": "b.bin"}}]}}"#));
+        write(&format!(
+            r#"{{{slots}, "constants": [{{"name": "b", "addr": 0, "file": "missing.bin"}}]}}"#
+        ));
+        let err = IoManifest::read_dir(dir.path()).unwrap_err();
+        assert!(
+            matches!(&err, BundleError::Io { path, .. } if path.ends_with("missing.bin")),
+            "{err}"
+        );
+        fs::write(dir.path().join("b.bin"), [1, 2, 3, 4]).unwrap();
+        write(&format!(
+            r#"{{{slots}, "constants": [{{"name": "b", "addr": 4294967294, "file": "b.bin"}}]}}"#
+        ));
+        assert!(matches!(
+            IoManifest::read_dir(dir.path()),
+            Err(BundleError::Manifest {
+                problem: ManifestProblem::OutOfGlobalMemory { .. },
+                ..
+            })
+        ));
+        write(&format!(
+            r#"{{{slots}, "constants": [{{"name": "b", "addr": 8, "file": "b.bin"}}]}}"#
+        ));
         let m = IoManifest::read_dir(dir.path()).unwrap();
         assert_eq!(m.constants[0].data, vec![1, 2, 3, 4]);
     }

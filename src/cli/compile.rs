@@ -38,7 +38,10 @@ fn parse_stage(s: &str) -> Result<Stage, String> {
 pub fn main(args: Args) -> anyhow::Result<ExitCode> {
     let case = pimdiff_oracle::io::read_case(&args.case)
         .with_context(|| format!("reading case {}", args.case.display()))?;
-    let options = CompileOptions { skip_padding: !args.no_skip_padding, weight_skipping: !args.no_weight_skipping };
+    let options = CompileOptions {
+        skip_padding: !args.no_skip_padding,
+        weight_skipping: !args.no_weight_skipping,
+    };
     if let Some(stage) = args.emit {
         return Ok(match emit(&case, &options, stage) {
             Ok(text) => {
@@ -55,7 +58,9 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
     let Some(out) = args.output else {
         anyhow::bail!("-o BUNDLE_DIR is required unless --emit is given");
     };
-    bundle.write_dir(&out).with_context(|| format!("writing bundle {}", out.display()))?;
+    bundle
+        .write_dir(&out)
+        .with_context(|| format!("writing bundle {}", out.display()))?;
     let insts: usize = bundle.program.cores.iter().map(Vec::len).sum();
     let arrays: usize = bundle.xbars.cores.values().map(|c| c.groups.len()).sum();
     eprintln!(

@@ -41,11 +41,19 @@ pub fn run_bundle(case: &Case, bundle: &Bundle) -> Result<ArrayD<i32>, String> {
 }
 
 /// [`run_bundle`] with machine options (e.g. a random schedule).
-pub fn run_bundle_with(case: &Case, bundle: &Bundle, options: MachineOptions) -> Result<ArrayD<i32>, String> {
+pub fn run_bundle_with(
+    case: &Case,
+    bundle: &Bundle,
+    options: MachineOptions,
+) -> Result<ArrayD<i32>, String> {
     let mut m = Machine::new(&bundle.program, &bundle.xbars, arch_of(case), options)
         .map_err(|e| format!("setup: {e}"))?;
-    let input = bundle.manifest.encode_input(&case.input).map_err(|e| e.to_string())?;
-    m.write_gmem(bundle.manifest.input.addr, &input).map_err(|e| e.to_string())?;
+    let input = bundle
+        .manifest
+        .encode_input(&case.input)
+        .map_err(|e| e.to_string())?;
+    m.write_gmem(bundle.manifest.input.addr, &input)
+        .map_err(|e| e.to_string())?;
     for c in &bundle.manifest.constants {
         m.write_gmem(c.addr, &c.data).map_err(|e| e.to_string())?;
     }
@@ -54,12 +62,20 @@ pub fn run_bundle_with(case: &Case, bundle: &Bundle, options: MachineOptions) ->
         other => return Err(format!("run: {other:?}")),
     }
     let out = &bundle.manifest.output;
-    let bytes = m.read_gmem(out.addr, out.byte_len() as u32).map_err(|e| e.to_string())?;
-    bundle.manifest.decode_output(&bytes).map_err(|e| e.to_string())
+    let bytes = m
+        .read_gmem(out.addr, out.byte_len() as u32)
+        .map_err(|e| e.to_string())?;
+    bundle
+        .manifest
+        .decode_output(&bytes)
+        .map_err(|e| e.to_string())
 }
 
 /// Compile and run; `Ok(None)` when the compiler declines the case.
-pub fn compile_and_run(case: &Case, options: &CompileOptions) -> Result<Option<ArrayD<i32>>, String> {
+pub fn compile_and_run(
+    case: &Case,
+    options: &CompileOptions,
+) -> Result<Option<ArrayD<i32>>, String> {
     match compile(case, options) {
         Ok(b) => run_bundle(case, &b).map(Some),
         Err(CompileError::Unsupported(_)) => Ok(None),
@@ -88,26 +104,58 @@ impl Rng {
     }
 }
 
-pub fn arch(cores: usize, arrays_per_core: usize, rows: usize, cols: usize, lmem: usize) -> CaseArch {
-    CaseArch { cores, arrays_per_core, array_rows: rows, array_cols: cols, local_memory_bytes: lmem }
+pub fn arch(
+    cores: usize,
+    arrays_per_core: usize,
+    rows: usize,
+    cols: usize,
+    lmem: usize,
+) -> CaseArch {
+    CaseArch {
+        cores,
+        arrays_per_core,
+        array_rows: rows,
+        array_cols: cols,
+        local_memory_bytes: lmem,
+    }
 }
 
 /// A conv2d case with values `(i * 7 + 3) % 5 - 2` style patterns from `seed`.
 pub fn conv_case(conv: Conv2d, n: usize, h: usize, w: usize, arch: CaseArch, seed: u64) -> Case {
     let mut rng = Rng(seed);
-    let spec = CaseSpec { op: Op::Conv2d(conv), input_shape: vec![n, conv.in_channels, h, w], arch };
+    let spec = CaseSpec {
+        op: Op::Conv2d(conv),
+        input_shape: vec![n, conv.in_channels, h, w],
+        arch,
+    };
     let input = random(&mut rng, &[n, conv.in_channels, h, w]);
-    let weight = random(&mut rng, &[conv.out_channels, conv.in_channels / conv.groups, conv.kernel[0], conv.kernel[1]]);
-    let bias = conv.bias.then(|| Array1::from_iter((0..conv.out_channels).map(|_| rng.below(41) as i32 - 20)));
+    let weight = random(
+        &mut rng,
+        &[
+            conv.out_channels,
+            conv.in_channels / conv.groups,
+            conv.kernel[0],
+            conv.kernel[1],
+        ],
+    );
+    let bias = conv
+        .bias
+        .then(|| Array1::from_iter((0..conv.out_channels).map(|_| rng.below(41) as i32 - 20)));
     Case::new(spec, input, weight, bias, None).expect("valid case")
 }
 
 pub fn mvm_case(mvm: Mvm, n: usize, arch: CaseArch, seed: u64) -> Case {
     let mut rng = Rng(seed);
-    let spec = CaseSpec { op: Op::Mvm(mvm), input_shape: vec![n, mvm.in_features], arch };
+    let spec = CaseSpec {
+        op: Op::Mvm(mvm),
+        input_shape: vec![n, mvm.in_features],
+        arch,
+    };
     let input = random(&mut rng, &[n, mvm.in_features]);
     let weight = random(&mut rng, &[mvm.out_features, mvm.in_features]);
-    let bias = mvm.bias.then(|| Array1::from_iter((0..mvm.out_features).map(|_| rng.below(41) as i32 - 20)));
+    let bias = mvm
+        .bias
+        .then(|| Array1::from_iter((0..mvm.out_features).map(|_| rng.below(41) as i32 - 20)));
     Case::new(spec, input, weight, bias, None).expect("valid case")
 }
 
