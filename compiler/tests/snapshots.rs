@@ -133,3 +133,14 @@ fn worked_example_runs() {
         assert_eq!(out, pimdiff_oracle::reference(&case).unwrap());
     }
 }
+
+/// `--emit asm` is the ISA crate's assembly text: it parses back to the very program.
+#[test]
+fn emitted_assembly_parses_back_to_the_program() {
+    let case = worked_example();
+    let text = emit(&case, &CompileOptions::default(), Stage::Asm).unwrap();
+    let program = pimdiff_compiler::compile(&case, &CompileOptions::default()).unwrap().program;
+    let parsed = pimdiff_isa::formats::asm::parse(&text).expect("parses");
+    assert_eq!(parsed.cores, program.cores);
+    assert_eq!(parsed.groups, program.groups);
+}
