@@ -2,7 +2,7 @@
 //!
 //! `cargo bench -p pimdiff-isa --bench load` prints, per program: cores, instructions,
 //! decompressed JSON size, and the time of `formats::load_program` (gzip detection,
-//! decompression and the streaming parse). `PIMDIFF_PIMCOMP_DIR` overrides the folder. Set `PIMDIFF_LOAD_SPLIT=1` to also time the
+//! decompression and the streaming parse), wall and CPU. `PIMDIFF_PIMCOMP_DIR` overrides the folder. Set `PIMDIFF_LOAD_SPLIT=1` to also time the
 //! decompression alone and the parse alone, and the streaming `read_json` over a gzip reader.
 //! A program that fails to load is reported and makes the benchmark exit non-zero.
 
@@ -33,15 +33,16 @@ fn main() -> ExitCode {
     let filter: Option<String> = std::env::args().skip(1).find(|a| !a.starts_with('-'));
     let split = std::env::var_os("PIMDIFF_LOAD_SPLIT").is_some();
     println!(
-        "{:<26} {:>6} {:>10} {:>9} {:>9} {:>11}{}",
+        "{:<26} {:>6} {:>10} {:>9} {:>9} {:>9} {:>11}{}",
         "program",
         "cores",
         "insts",
         "JSON MB",
         "load s",
+        "CPU s",
         "Minst/s",
         if split {
-            "   gunzip s  parse s  stream s"
+            "   gunzip s (CPU)  parse s (CPU)  stream s"
         } else {
             ""
         }
@@ -55,7 +56,7 @@ fn main() -> ExitCode {
                 continue;
             }
             let path: PathBuf = dir.join(&name);
-            let t = Instant::now();
+            let (t, cpu) = (Instant::now(), cpu_seconds());
             let program = match formats::load_program(&path) {
                 Ok(p) => p,
                 Err(e) => {
@@ -65,33 +66,35 @@ fn main() -> ExitCode {
                 }
             };
             let secs = t.elapsed().as_secs_f64();
+            let cpu = cpu_seconds() - cpu;
             let insts: usize = program.cores.iter().map(Vec::len).sum();
             total_insts += insts;
             total_secs += secs;
             let raw = std::fs::read(&path).expect("read");
             let json_mb = u32::from_le_bytes(raw[raw.len() - 4..].try_into().unwrap()) as f64 / 1e6;
             print!(
-                "{name:<26} {:>6} {:>10} {:>9.1} {:>9.3} {:>11.2}",
+                "{name:<26} {:>6} {:>10} {:>9.1} {:>9.3} {:>9.2} {:>11.2}",
                 program.cores.len(),
                 insts,
                 json_mb,
                 secs,
+                cpu,
                 insts as f64 / secs / 1e6
             );
             if split {
-                let t = Instant::now();
+                let (t, c) = (Instant::now(), cpu_seconds());
                 let text = gunzip(&raw).expect("gunzip");
-                let gunzip_s = t.elapsed().as_secs_f64();
-                let t = Instant::now();
+                let (gunzip_s, gunzip_cpu) = (t.elapsed().as_secs_f64(), cpu_seconds() - c);
+                let (t, c) = (Instant::now(), cpu_seconds());
                 let p2 = json::read_json_slice(&text).expect("parse");
-                let parse_s = t.elapsed().as_secs_f64();
+                let (parse_s, parse_cpu) = (t.elapsed().as_secs_f64(), cpu_seconds() - c);
                 drop(text);
                 let t = Instant::now();
                 let p3 =
                     json::read_json(flate2::read::MultiGzDecoder::new(&raw[..])).expect("stream");
                 let stream_s = t.elapsed().as_secs_f64();
                 assert!(p2 == program && p3 == program);
-                print!("   {gunzip_s:>8.3} {parse_s:>8.3} {stream_s:>9.3}");
+                print!("   {gunzip_s:>8.3} ({gunzip_cpu:.2})  {parse_s:>7.3} ({parse_cpu:.2}) {stream_s:>9.3}");
             }
             println!();
         }
@@ -102,4 +105,26 @@ fn main() -> ExitCode {
     } else {
         ExitCode::SUCCESS
     }
+}
+
+/// CPU time of this process (user + system, all threads) in seconds, from `/proc/self/stat`
+/// (clock ticks of 1/100 s); 0 where that file does not exist. On a shared machine the wall
+/// time depends on the other load, the CPU time much less.
+fn cpu_seconds() -> f64 {
+    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
+        return 0.0;
+    };
+    // Fields after the command name (which is in parentheses and may hold spaces).
+    let Some(rest) = stat.rsplit_once(')').map(|(_, r)| r) else {
+        return 0.0;
+    };
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    // utime and stime are fields 14 and 15 of the whole line, 12 and 13 after the name.
+    (ticks(11) + ticks(12)) / 100.0
 }
