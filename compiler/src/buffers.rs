@@ -241,7 +241,9 @@ pub fn bufferize(
     // A lower bound of the instruction count: every kept crossbar's mvmul for every pixel
     // (minus nothing: padding skipping only removes a border), with its address set-up.
     let mvmuls = mapping.placements.len() as u64 * p.pixels() as u64;
-    let estimate = mvmuls.saturating_mul(2);
+    // Plus the per-pixel stores (and bias additions) of each output tile.
+    let finals = spatial.classes.len() as u64 * p.pixels() as u64 * (1 + p.bias as u64);
+    let estimate = mvmuls.saturating_mul(2).saturating_add(finals);
     if estimate > MAX_INSTRUCTIONS {
         return Err(CompileError::Unsupported(
             Unsupported::TooManyInstructions {

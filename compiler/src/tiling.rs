@@ -15,7 +15,7 @@
 
 use pimdiff_oracle::{Case, Op};
 
-use crate::{CompileError, CompileOptions};
+use crate::{CompileError, CompileOptions, Unsupported};
 
 /// The operator reduced to a grouped, padded, strided, dilated 2-D convolution over
 /// NHWC data. All sizes are in elements.
@@ -267,6 +267,9 @@ pub(crate) fn weight_at(p: &Problem, w: &[i8], k: usize, ci: usize, i: usize, j:
     w[((k * p.cg + ci) * p.kh + i) * p.kw + j]
 }
 
+/// Above this many crossbar matrices the tiler counts the kept ones before building the IR.
+pub const MAX_CROSSBARS_BUILT: u64 = 1 << 20;
+
 /// Build the Spatial IR: tiles, classes and crossbars, with skip marks per the options.
 pub fn tile(case: &Case, options: &CompileOptions) -> Result<Spatial, CompileError> {
     let p = Problem::of(case)?;
@@ -280,49 +283,81 @@ pub fn tile(case: &Case, options: &CompileOptions) -> Result<Spatial, CompileErr
     let weights = flat_weights(case);
     let row_ok: Vec<bool> = (0..p.kh).map(|i| p.row_ever_valid(i)).collect();
     let col_ok: Vec<bool> = (0..p.kw).map(|j| p.col_ever_valid(j)).collect();
-    let mut classes = Vec::new();
-    let mut xbars = Vec::new();
-    let mut class_xbars = Vec::new();
-    for g in 0..p.groups {
-        for ot in (0..p.kg).step_by(cols) {
-            let class = Class {
-                group: g,
-                k0: g * p.kg + ot,
-                width: cols.min(p.kg - ot),
-            };
-            let id = classes.len();
-            classes.push(class);
-            let start = xbars.len();
-            for it in (0..p.cg).step_by(rows) {
-                let n_rows = rows.min(p.cg - it);
-                for (i, &row_valid) in row_ok.iter().enumerate() {
-                    for (j, &col_valid) in col_ok.iter().enumerate() {
-                        let skip = if options.skip_padding && !(row_valid && col_valid) {
-                            Some(Skip::AlwaysPadding)
-                        } else if options.weight_skipping
-                            && (class.k0..class.k0 + class.width).all(|k| {
-                                (it..it + n_rows)
-                                    .all(|ci| weight_at(&p, &weights, k, ci, i, j) == 0)
-                            })
-                        {
-                            Some(Skip::ZeroWeights)
-                        } else {
-                            None
-                        };
-                        xbars.push(Crossbar {
-                            class: id,
-                            c0: g * p.cg + it,
-                            rows: n_rows,
-                            i,
-                            j,
-                            skip,
-                        });
+    let skip_of = |class: &Class, it: usize, n_rows: usize, i: usize, j: usize| {
+        if options.skip_padding && !(row_ok[i] && col_ok[j]) {
+            Some(Skip::AlwaysPadding)
+        } else if options.weight_skipping
+            && (class.k0..class.k0 + class.width)
+                .all(|k| (it..it + n_rows).all(|ci| weight_at(&p, &weights, k, ci, i, j) == 0))
+        {
+            Some(Skip::ZeroWeights)
+        } else {
+            None
+        }
+    };
+    // Every (class, input tile, kernel position), in IR order.
+    let each = |f: &mut dyn FnMut(usize, Class, usize, usize, usize, usize)| {
+        let mut id = 0;
+        for g in 0..p.groups {
+            for ot in (0..p.kg).step_by(cols) {
+                let class = Class {
+                    group: g,
+                    k0: g * p.kg + ot,
+                    width: cols.min(p.kg - ot),
+                };
+                for it in (0..p.cg).step_by(rows) {
+                    for i in 0..p.kh {
+                        for j in 0..p.kw {
+                            f(id, class, it, rows.min(p.cg - it), i, j);
+                        }
                     }
                 }
+                id += 1;
             }
-            class_xbars.push(start..xbars.len());
+        }
+    };
+    // A case with very many crossbar matrices (tiny arrays, huge channel counts) is first
+    // counted without building the IR, so that one that cannot fit is declined cheaply.
+    let total = p.groups as u64
+        * p.cg.div_ceil(rows) as u64
+        * p.kg.div_ceil(cols) as u64
+        * (p.kh * p.kw) as u64;
+    if total > MAX_CROSSBARS_BUILT {
+        let available = case
+            .spec
+            .arch
+            .cores
+            .saturating_mul(case.spec.arch.arrays_per_core);
+        let mut needed = 0usize;
+        each(&mut |_, class, it, n_rows, i, j| {
+            needed += skip_of(&class, it, n_rows, i, j).is_none() as usize;
+        });
+        if needed > available {
+            return Err(CompileError::Unsupported(Unsupported::NotEnoughArrays {
+                needed,
+                available,
+            }));
         }
     }
+    let mut classes: Vec<Class> = Vec::new();
+    let mut xbars = Vec::new();
+    let mut class_xbars: Vec<std::ops::Range<usize>> = Vec::new();
+    each(&mut |id, class, it, n_rows, i, j| {
+        if id == classes.len() {
+            classes.push(class);
+            class_xbars.push(xbars.len()..xbars.len());
+        }
+        let skip = skip_of(&class, it, n_rows, i, j);
+        xbars.push(Crossbar {
+            class: id,
+            c0: class.group * p.cg + it,
+            rows: n_rows,
+            i,
+            j,
+            skip,
+        });
+        class_xbars[id].end = xbars.len();
+    });
     Ok(Spatial {
         problem: p,
         classes,

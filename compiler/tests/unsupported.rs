@@ -124,12 +124,35 @@ fn too_many_instructions() {
     let mut case = conv_case(c, 1, 128, 128, arch(64, 64, 1, 1, 1 << 20), 3);
     case.weight.fill(1);
     let u = unsupported(compile(&case, &CompileOptions::default()));
-    let needed = 2304u64 * 128 * 128 * 2;
+    // Two instructions per mvmul (with its address) plus one store per output tile and pixel.
+    let needed = 2304u64 * 128 * 128 * 2 + 16 * 128 * 128;
     assert_eq!(
         u,
         Unsupported::TooManyInstructions {
             needed,
             limit: MAX_INSTRUCTIONS
+        }
+    );
+}
+
+#[test]
+fn very_many_crossbars_are_counted_before_the_ir_is_built() {
+    // 1x1 arrays: 1024 x 2048 = 2 Mi crossbar matrices, more than the tiler builds up front.
+    let m = Mvm {
+        in_features: 2048,
+        out_features: 1024,
+        bias: false,
+        relu: false,
+    };
+    let mut case = mvm_case(m, 1, arch(64, 64, 1, 1, 1 << 16), 6);
+    case.weight.fill(1);
+    case.weight.index_axis_mut(ndarray::Axis(0), 0).fill(0);
+    let u = unsupported(compile(&case, &CompileOptions::default()));
+    assert_eq!(
+        u,
+        Unsupported::NotEnoughArrays {
+            needed: 1023 * 2048,
+            available: 4096
         }
     );
 }
