@@ -37,7 +37,9 @@ fn bench(c: &mut Criterion) {
         b.iter(|| conv2d(input.view(), weight.view(), Some(bias.view()), &p).expect("valid layer"))
     });
     group.bench_function("conv2d_direct", |b| {
-        b.iter(|| conv2d_direct(input.view(), weight.view(), Some(bias.view()), &p).expect("valid layer"))
+        b.iter(|| {
+            conv2d_direct(input.view(), weight.view(), Some(bias.view()), &p).expect("valid layer")
+        })
     });
     group.finish();
 }

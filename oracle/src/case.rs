@@ -9,7 +9,9 @@
 use ndarray::{Array1, ArrayD};
 use serde::{Deserialize, Serialize};
 
-use crate::error::{CaseError, OracleError, BIAS_NPY, CASE_JSON, EXPECTED_NPY, INPUT_NPY, WEIGHT_NPY};
+use crate::error::{
+    CaseError, OracleError, BIAS_NPY, CASE_JSON, EXPECTED_NPY, INPUT_NPY, WEIGHT_NPY,
+};
 use crate::limits;
 
 /// The operator of a case (`op` in `case.json`).
@@ -87,8 +89,24 @@ impl Conv2d {
     /// `None` when the output would be below 1 in either direction (the dilated kernel is
     /// larger than the padded input), or when a stride is 0 or the arithmetic overflows.
     pub fn output_hw(&self, h: usize, w: usize) -> Option<(usize, usize)> {
-        let oh = output_extent(h, self.padding[0], self.padding[2], self.kernel[0], self.stride[0], self.dilation[0]).ok()?;
-        let ow = output_extent(w, self.padding[1], self.padding[3], self.kernel[1], self.stride[1], self.dilation[1]).ok()?;
+        let oh = output_extent(
+            h,
+            self.padding[0],
+            self.padding[2],
+            self.kernel[0],
+            self.stride[0],
+            self.dilation[0],
+        )
+        .ok()?;
+        let ow = output_extent(
+            w,
+            self.padding[1],
+            self.padding[3],
+            self.kernel[1],
+            self.stride[1],
+            self.dilation[1],
+        )
+        .ok()?;
         Some((oh, ow))
     }
 
@@ -110,9 +128,16 @@ impl Conv2d {
             window_param(&format!("op.padding[{i}]"), p, false)?;
         }
         dim("op.groups", self.groups)?;
-        for (field, value) in [("op.in_channels", self.in_channels), ("op.out_channels", self.out_channels)] {
+        for (field, value) in [
+            ("op.in_channels", self.in_channels),
+            ("op.out_channels", self.out_channels),
+        ] {
             if value % self.groups != 0 {
-                return Err(CaseError::GroupsDoNotDivide { field, value, groups: self.groups });
+                return Err(CaseError::GroupsDoNotDivide {
+                    field,
+                    value,
+                    groups: self.groups,
+                });
             }
         }
         Ok(())
@@ -173,10 +198,30 @@ impl CaseArch {
     pub fn validate(&self) -> Result<(), CaseError> {
         let fields = [
             ("arch.cores", self.cores, limits::MAX_CORES, "MAX_CORES"),
-            ("arch.arrays_per_core", self.arrays_per_core, limits::MAX_ARRAYS_PER_CORE, "MAX_ARRAYS_PER_CORE"),
-            ("arch.array_rows", self.array_rows, limits::MAX_ARRAY_DIM, "MAX_ARRAY_DIM"),
-            ("arch.array_cols", self.array_cols, limits::MAX_ARRAY_DIM, "MAX_ARRAY_DIM"),
-            ("arch.local_memory_bytes", self.local_memory_bytes, limits::MAX_LOCAL_MEMORY_BYTES, "MAX_LOCAL_MEMORY_BYTES"),
+            (
+                "arch.arrays_per_core",
+                self.arrays_per_core,
+                limits::MAX_ARRAYS_PER_CORE,
+                "MAX_ARRAYS_PER_CORE",
+            ),
+            (
+                "arch.array_rows",
+                self.array_rows,
+                limits::MAX_ARRAY_DIM,
+                "MAX_ARRAY_DIM",
+            ),
+            (
+                "arch.array_cols",
+                self.array_cols,
+                limits::MAX_ARRAY_DIM,
+                "MAX_ARRAY_DIM",
+            ),
+            (
+                "arch.local_memory_bytes",
+                self.local_memory_bytes,
+                limits::MAX_LOCAL_MEMORY_BYTES,
+                "MAX_LOCAL_MEMORY_BYTES",
+            ),
         ];
         for (field, value, limit, name) in fields {
             nonzero(CASE_JSON, field, value)?;
@@ -289,7 +334,9 @@ impl Case {
         case.check_shapes()?;
         match crate::reference(&case) {
             Ok(_) => Ok(case),
-            Err(OracleError::Overflow { index, value }) => Err(CaseError::ResultOverflow { index, value }),
+            Err(OracleError::Overflow { index, value }) => {
+                Err(CaseError::ResultOverflow { index, value })
+            }
             Err(OracleError::Invalid(e)) => Err(e),
             Err(OracleError::Internal(m)) => Err(CaseError::Internal(m)),
         }
@@ -324,8 +371,18 @@ impl Case {
 pub(crate) fn validate_operator(op: &Op, input_shape: &[usize]) -> Result<(), CaseError> {
     op.validate()?;
     let (rank, described, channels, channel_field) = match op {
-        Op::Conv2d(c) => (4, "4 dimensions [N, C, H, W]", c.in_channels, "op.in_channels"),
-        Op::Mvm(m) => (2, "2 dimensions [N, in_features]", m.in_features, "op.in_features"),
+        Op::Conv2d(c) => (
+            4,
+            "4 dimensions [N, C, H, W]",
+            c.in_channels,
+            "op.in_channels",
+        ),
+        Op::Mvm(m) => (
+            2,
+            "2 dimensions [N, in_features]",
+            m.in_features,
+            "op.in_features",
+        ),
     };
     if input_shape.len() != rank {
         return Err(CaseError::FieldType {
@@ -348,16 +405,39 @@ pub(crate) fn validate_operator(op: &Op, input_shape: &[usize]) -> Result<(), Ca
     let spec_like = CaseSpec {
         op: op.clone(),
         input_shape: input_shape.to_vec(),
-        arch: CaseArch { cores: 1, arrays_per_core: 1, array_rows: 1, array_cols: 1, local_memory_bytes: 1 },
+        arch: CaseArch {
+            cores: 1,
+            arrays_per_core: 1,
+            array_rows: 1,
+            array_cols: 1,
+            local_memory_bytes: 1,
+        },
     };
     if let Op::Conv2d(c) = op {
         for (axis, i) in [("height", 0), ("width", 1)] {
-            output_extent(input_shape[2 + i], c.padding[i], c.padding[i + 2], c.kernel[i], c.stride[i], c.dilation[i])
-                .map_err(|(padded, window)| CaseError::EmptyOutput { axis, padded, window })?;
+            output_extent(
+                input_shape[2 + i],
+                c.padding[i],
+                c.padding[i + 2],
+                c.kernel[i],
+                c.stride[i],
+                c.dilation[i],
+            )
+            .map_err(|(padded, window)| CaseError::EmptyOutput {
+                axis,
+                padded,
+                window,
+            })?;
         }
     }
     let count = |shape: &[usize]| shape.iter().map(|&d| d as u128).product::<u128>();
-    within(CASE_JSON, "the input element count", count(input_shape), limits::MAX_INPUT_ELEMENTS as u128, "MAX_INPUT_ELEMENTS")?;
+    within(
+        CASE_JSON,
+        "the input element count",
+        count(input_shape),
+        limits::MAX_INPUT_ELEMENTS as u128,
+        "MAX_INPUT_ELEMENTS",
+    )?;
     within(
         CASE_JSON,
         "the weight element count",
@@ -372,7 +452,13 @@ pub(crate) fn validate_operator(op: &Op, input_shape: &[usize]) -> Result<(), Ca
         limits::MAX_OUTPUT_ELEMENTS as u128,
         "MAX_OUTPUT_ELEMENTS",
     )?;
-    within(CASE_JSON, "the multiply-accumulate count", spec_like.macs(), limits::MAX_MACS as u128, "MAX_MACS")
+    within(
+        CASE_JSON,
+        "the multiply-accumulate count",
+        spec_like.macs(),
+        limits::MAX_MACS as u128,
+        "MAX_MACS",
+    )
 }
 
 /// One output extent, or `(padded input, dilated kernel span)` when it would be below 1.
@@ -395,14 +481,29 @@ fn output_extent(
 
 fn nonzero(file: &'static str, field: &str, value: usize) -> Result<(), CaseError> {
     if value == 0 {
-        return Err(CaseError::ZeroSize { file, field: field.to_string() });
+        return Err(CaseError::ZeroSize {
+            file,
+            field: field.to_string(),
+        });
     }
     Ok(())
 }
 
-fn within(file: &'static str, what: &str, value: u128, limit: u128, name: &'static str) -> Result<(), CaseError> {
+fn within(
+    file: &'static str,
+    what: &str,
+    value: u128,
+    limit: u128,
+    name: &'static str,
+) -> Result<(), CaseError> {
     if value > limit {
-        return Err(CaseError::BeyondLimit { file, what: what.to_string(), value, limit, name });
+        return Err(CaseError::BeyondLimit {
+            file,
+            what: what.to_string(),
+            value,
+            limit,
+            name,
+        });
     }
     Ok(())
 }
@@ -410,7 +511,13 @@ fn within(file: &'static str, what: &str, value: u128, limit: u128, name: &'stat
 /// A tensor dimension of `case.json`: at least 1, at most [`limits::MAX_DIM`].
 fn dim(field: &str, value: usize) -> Result<(), CaseError> {
     nonzero(CASE_JSON, field, value)?;
-    within(CASE_JSON, &format!("field `{field}`"), value as u128, limits::MAX_DIM as u128, "MAX_DIM")
+    within(
+        CASE_JSON,
+        &format!("field `{field}`"),
+        value as u128,
+        limits::MAX_DIM as u128,
+        "MAX_DIM",
+    )
 }
 
 /// A stride, dilation (`positive`) or padding value.
@@ -427,9 +534,17 @@ fn window_param(field: &str, value: usize, positive: bool) -> Result<(), CaseErr
     )
 }
 
-pub(crate) fn check_shape(file: &'static str, expected: &[usize], found: &[usize]) -> Result<(), CaseError> {
+pub(crate) fn check_shape(
+    file: &'static str,
+    expected: &[usize],
+    found: &[usize],
+) -> Result<(), CaseError> {
     if expected != found {
-        return Err(CaseError::ShapeMismatch { file, expected: expected.to_vec(), found: found.to_vec() });
+        return Err(CaseError::ShapeMismatch {
+            file,
+            expected: expected.to_vec(),
+            found: found.to_vec(),
+        });
     }
     Ok(())
 }

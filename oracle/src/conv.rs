@@ -62,7 +62,10 @@ pub struct Blocking {
 
 impl Blocking {
     #[doc(hidden)]
-    pub const DEFAULT: Blocking = Blocking { col_budget: COL_BUDGET, r_chunk: R_CHUNK };
+    pub const DEFAULT: Blocking = Blocking {
+        col_budget: COL_BUDGET,
+        r_chunk: R_CHUNK,
+    };
 }
 
 /// [`conv2d`] with explicit block sizes (for tests).
@@ -99,7 +102,16 @@ pub fn conv2d_blocked(
         for grp in 0..g.groups {
             for p0 in (0..pixels).step_by(block) {
                 let pb = block.min(pixels - p0);
-                g.im2col(&x, n, grp, p0, pb, &mut col[..r_len * pb], &mut base_h, &mut base_w);
+                g.im2col(
+                    &x,
+                    n,
+                    grp,
+                    p0,
+                    pb,
+                    &mut col[..r_len * pb],
+                    &mut base_h,
+                    &mut base_w,
+                );
                 for k0 in (0..g.kg).step_by(K_BLOCK) {
                     let kb = K_BLOCK.min(g.kg - k0);
                     let k_abs = grp * g.kg + k0;
@@ -123,16 +135,19 @@ pub fn conv2d_blocked(
                         let k = k_abs + kk;
                         let row_out = ((n * g.k + k) * pixels) + p0;
                         for q in 0..pb {
-                            let sum = if single_chunk { acc[kk * pb + q] as i64 } else { wide[kk * pb + q] };
+                            let sum = if single_chunk {
+                                acc[kk * pb + q] as i64
+                            } else {
+                                wide[kk * pb + q]
+                            };
                             let value = sum + b[k];
                             let flat = row_out + q;
                             match i32::try_from(value) {
                                 Ok(v) => out[flat] = if p.relu { v.max(0) } else { v },
-                                Err(_) => {
-                                    if first_overflow.map_or(true, |(f, _)| flat < f) {
-                                        first_overflow = Some((flat, value));
-                                    }
-                                }
+                                Err(_) => match first_overflow {
+                                    Some((f, _)) if f < flat => {}
+                                    _ => first_overflow = Some((flat, value)),
+                                },
                             }
                         }
                     }
@@ -145,7 +160,10 @@ pub fn conv2d_blocked(
         let oh = (flat / g.ow) % g.oh;
         let k = (flat / pixels) % g.k;
         let n = flat / (pixels * g.k);
-        return Err(OracleError::Overflow { index: vec![n, k, oh, ow], value });
+        return Err(OracleError::Overflow {
+            index: vec![n, k, oh, ow],
+            value,
+        });
     }
     Array4::from_shape_vec((g.n, g.k, g.oh, g.ow), out)
         .map_err(|e| OracleError::Internal(format!("conv2d output buffer: {e}")))
@@ -180,7 +198,8 @@ pub fn conv2d_direct(
                                 if iw < 0 || iw >= g.w as isize {
                                     continue;
                                 }
-                                let xv = input[[n, grp * g.cg + c, ih as usize, iw as usize]] as i64;
+                                let xv =
+                                    input[[n, grp * g.cg + c, ih as usize, iw as usize]] as i64;
                                 let wv = weight[[k, c, i, j]] as i64;
                                 sum += xv * wv;
                             }
@@ -189,8 +208,10 @@ pub fn conv2d_direct(
                     if let Some(b) = &bias {
                         sum += b[k] as i64;
                     }
-                    let v = i32::try_from(sum)
-                        .map_err(|_| OracleError::Overflow { index: vec![n, k, oh, ow], value: sum })?;
+                    let v = i32::try_from(sum).map_err(|_| OracleError::Overflow {
+                        index: vec![n, k, oh, ow],
+                        value: sum,
+                    })?;
                     out[[n, k, oh, ow]] = if p.relu { v.max(0) } else { v };
                 }
             }
@@ -239,7 +260,11 @@ impl Geometry {
         }
         let (h, w) = (shape[2], shape[3]);
         // `validate_operator` has checked that the output is at least 1×1.
-        let (oh, ow) = p.output_hw(h, w).ok_or(CaseError::EmptyOutput { axis: "height", padded: 0, window: 0 })?;
+        let (oh, ow) = p.output_hw(h, w).ok_or(CaseError::EmptyOutput {
+            axis: "height",
+            padded: 0,
+            window: 0,
+        })?;
         Ok(Geometry {
             n: shape[0],
             h,
@@ -314,7 +339,16 @@ impl Geometry {
 /// `r1 - r0 ≤ R_CHUNK` (module docs). Runs the AVX2 build of the same code when the CPU has
 /// it: the portable build only gets SSE2, which has no 32-bit vector multiply.
 #[allow(clippy::too_many_arguments)]
-fn gemm_block(rows: &[i16], r_len: usize, r0: usize, r1: usize, col: &[i16], pb: usize, kb: usize, acc: &mut [i32]) {
+fn gemm_block(
+    rows: &[i16],
+    r_len: usize,
+    r0: usize,
+    r1: usize,
+    col: &[i16],
+    pb: usize,
+    kb: usize,
+    acc: &mut [i32],
+) {
     #[cfg(target_arch = "x86_64")]
     {
         if std::is_x86_feature_detected!("avx2") {
@@ -329,13 +363,31 @@ fn gemm_block(rows: &[i16], r_len: usize, r0: usize, r1: usize, col: &[i16], pb:
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 #[allow(clippy::too_many_arguments)]
-unsafe fn gemm_block_avx2(rows: &[i16], r_len: usize, r0: usize, r1: usize, col: &[i16], pb: usize, kb: usize, acc: &mut [i32]) {
+unsafe fn gemm_block_avx2(
+    rows: &[i16],
+    r_len: usize,
+    r0: usize,
+    r1: usize,
+    col: &[i16],
+    pb: usize,
+    kb: usize,
+    acc: &mut [i32],
+) {
     gemm_block_portable(rows, r_len, r0, r1, col, pb, kb, acc)
 }
 
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-fn gemm_block_portable(rows: &[i16], r_len: usize, r0: usize, r1: usize, col: &[i16], pb: usize, kb: usize, acc: &mut [i32]) {
+fn gemm_block_portable(
+    rows: &[i16],
+    r_len: usize,
+    r0: usize,
+    r1: usize,
+    col: &[i16],
+    pb: usize,
+    kb: usize,
+    acc: &mut [i32],
+) {
     if kb == K_BLOCK {
         let (a0, rest) = acc.split_at_mut(pb);
         let (a1, rest) = rest.split_at_mut(pb);
@@ -343,7 +395,12 @@ fn gemm_block_portable(rows: &[i16], r_len: usize, r0: usize, r1: usize, col: &[
         let a3 = &mut a3[..pb];
         for r in r0..r1 {
             let c = &col[r * pb..(r + 1) * pb];
-            let (w0, w1, w2, w3) = (rows[r], rows[r_len + r], rows[2 * r_len + r], rows[3 * r_len + r]);
+            let (w0, w1, w2, w3) = (
+                rows[r],
+                rows[r_len + r],
+                rows[2 * r_len + r],
+                rows[3 * r_len + r],
+            );
             for q in 0..pb {
                 let v = c[q];
                 // Exact in i16: |w·v| ≤ 2^14 (module docs); wrapping_mul never wraps here and

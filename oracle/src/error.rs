@@ -27,7 +27,10 @@ pub const EXPECTED_NPY: &str = "expected.npy";
 pub enum CaseError {
     /// A required file is absent.
     #[error("{file}: missing ({why})")]
-    MissingFile { file: &'static str, why: &'static str },
+    MissingFile {
+        file: &'static str,
+        why: &'static str,
+    },
 
     /// The file exists but is not a regular file (a directory, a FIFO, ...).
     #[error("{file}: not a regular file")]
@@ -35,16 +38,27 @@ pub enum CaseError {
 
     /// An operating-system error while reading or writing `path`.
     #[error("{}: {source}", path.display())]
-    Io { path: PathBuf, source: std::io::Error },
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
 
     /// `case.json` is not valid JSON.
     #[error("case.json: JSON syntax error at line {line}, column {column}: {message}")]
-    Json { line: usize, column: usize, message: String },
+    Json {
+        line: usize,
+        column: usize,
+        message: String,
+    },
 
     /// A field of `case.json` has the wrong JSON type (e.g. a string or a float where an
     /// integer belongs, an array of the wrong length).
     #[error("case.json: field `{field}`: expected {expected}, found {found}")]
-    FieldType { field: String, expected: &'static str, found: String },
+    FieldType {
+        field: String,
+        expected: &'static str,
+        found: String,
+    },
 
     /// A required field of `case.json` is absent.
     #[error("case.json: missing field `{field}`")]
@@ -60,7 +74,9 @@ pub enum CaseError {
     UnknownOpKind { found: String },
 
     /// `format` is an integer other than 1.
-    #[error("case.json: field `format`: format {found} is not supported (this reader knows format 1)")]
+    #[error(
+        "case.json: field `format`: format {found} is not supported (this reader knows format 1)"
+    )]
     UnsupportedFormat { found: String },
 
     /// A size, stride, dilation or count that must be at least 1 is 0.
@@ -73,12 +89,23 @@ pub enum CaseError {
 
     /// `groups` does not divide `op.in_channels` or `op.out_channels`.
     #[error("case.json: field `op.groups` ({groups}) does not divide `{field}` ({value})")]
-    GroupsDoNotDivide { field: &'static str, value: usize, groups: usize },
+    GroupsDoNotDivide {
+        field: &'static str,
+        value: usize,
+        groups: usize,
+    },
 
     /// Two fields of `case.json` that must agree do not (e.g. `input_shape[1]` and
     /// `op.in_channels`).
-    #[error("case.json: field `{field}` is {value} but `{other}` is {other_value}; they must be equal")]
-    Inconsistent { field: &'static str, value: usize, other: &'static str, other_value: usize },
+    #[error(
+        "case.json: field `{field}` is {value} but `{other}` is {other_value}; they must be equal"
+    )]
+    Inconsistent {
+        field: &'static str,
+        value: usize,
+        other: &'static str,
+        other_value: usize,
+    },
 
     /// The output height or width would be below 1: the dilated kernel is larger than the
     /// padded input.
@@ -86,19 +113,37 @@ pub enum CaseError {
         "case.json: output {axis} would be below 1: the padded input {axis} is {padded} but the \
          dilated kernel spans {window}"
     )]
-    EmptyOutput { axis: &'static str, padded: usize, window: usize },
+    EmptyOutput {
+        axis: &'static str,
+        padded: usize,
+        window: usize,
+    },
 
     /// A `.npy` file has a dtype other than the one the format requires.
     #[error("{file}: dtype {found} but the case format requires {expected}")]
-    WrongDtype { file: &'static str, found: String, expected: &'static str },
+    WrongDtype {
+        file: &'static str,
+        found: String,
+        expected: &'static str,
+    },
 
     /// A tensor's shape disagrees with what `case.json` implies.
     #[error("{file}: shape {found:?} disagrees with case.json, which implies {expected:?}")]
-    ShapeMismatch { file: &'static str, expected: Vec<usize>, found: Vec<usize> },
+    ShapeMismatch {
+        file: &'static str,
+        expected: Vec<usize>,
+        found: Vec<usize>,
+    },
 
     /// A size is beyond the documented [`limits`](crate::limits).
     #[error("{file}: {what} is {value}, above the limit {limit} (pimdiff_oracle::limits::{name})")]
-    BeyondLimit { file: &'static str, what: String, value: u128, limit: u128, name: &'static str },
+    BeyondLimit {
+        file: &'static str,
+        what: String,
+        value: u128,
+        limit: u128,
+        name: &'static str,
+    },
 
     /// The exact value before ReLU at `index` of the output does not fit int32: the input,
     /// weight and bias values are too large together for this operator. The value before
@@ -130,7 +175,10 @@ pub enum CaseError {
 
 impl CaseError {
     pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
-        CaseError::Io { path: path.into(), source }
+        CaseError::Io {
+            path: path.into(),
+            source,
+        }
     }
 }
 

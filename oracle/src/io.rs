@@ -28,12 +28,18 @@ use crate::{json, limits, npy};
 /// allocated before its header's shape has been checked against `case.json` (which is
 /// itself within the limits).
 pub fn read_case(dir: &Path) -> Result<Case, CaseError> {
-    if !fs::metadata(dir).map_err(|e| CaseError::io(dir, e))?.is_dir() {
+    if !fs::metadata(dir)
+        .map_err(|e| CaseError::io(dir, e))?
+        .is_dir()
+    {
         return Err(CaseError::io(dir, std::io::Error::other("not a directory")));
     }
     let json_path = dir.join(CASE_JSON);
     if !regular_file(&json_path, CASE_JSON)? {
-        return Err(CaseError::MissingFile { file: CASE_JSON, why: "every case has one" });
+        return Err(CaseError::MissingFile {
+            file: CASE_JSON,
+            why: "every case has one",
+        });
     }
     let text = read_bounded(&json_path)?;
     let spec = json::spec_from_json(&text)?;
@@ -45,14 +51,19 @@ pub fn read_case(dir: &Path) -> Result<Case, CaseError> {
     let bias = match spec.bias_len() {
         Some(len) => {
             if !regular_file(&bias_path, BIAS_NPY)? {
-                return Err(CaseError::MissingFile { file: BIAS_NPY, why: "case.json says `op.bias` is true" });
+                return Err(CaseError::MissingFile {
+                    file: BIAS_NPY,
+                    why: "case.json says `op.bias` is true",
+                });
             }
             let b = npy::read_i32(&bias_path, BIAS_NPY, &[len])?;
-            let b = b.into_dimensionality::<Ix1>().map_err(|_| CaseError::ShapeMismatch {
-                file: BIAS_NPY,
-                expected: vec![len],
-                found: Vec::new(),
-            })?;
+            let b = b
+                .into_dimensionality::<Ix1>()
+                .map_err(|_| CaseError::ShapeMismatch {
+                    file: BIAS_NPY,
+                    expected: vec![len],
+                    found: Vec::new(),
+                })?;
             Some(b)
         }
         None => {
@@ -64,7 +75,11 @@ pub fn read_case(dir: &Path) -> Result<Case, CaseError> {
     };
     let expected_path = dir.join(EXPECTED_NPY);
     let expected = if regular_file(&expected_path, EXPECTED_NPY)? {
-        Some(npy::read_i32(&expected_path, EXPECTED_NPY, &spec.output_shape())?)
+        Some(npy::read_i32(
+            &expected_path,
+            EXPECTED_NPY,
+            &spec.output_shape(),
+        )?)
     } else {
         None
     };
@@ -78,14 +93,18 @@ pub fn read_case(dir: &Path) -> Result<Case, CaseError> {
 /// directory is removed and `dir` is untouched.
 pub fn write_case(case: &Case, dir: &Path) -> Result<(), CaseError> {
     if !is_absent_or_empty_dir(dir)? {
-        return Err(CaseError::AlreadyExists { path: dir.to_path_buf() });
+        return Err(CaseError::AlreadyExists {
+            path: dir.to_path_buf(),
+        });
     }
     let tmp = fill_temp_dir(case, dir)?;
     let renamed = fs::rename(&tmp, dir).map_err(|e| {
         let _ = fs::remove_dir_all(&tmp);
         // A directory that became non-empty since the check above (another writer won).
         if dir.is_dir() {
-            CaseError::AlreadyExists { path: dir.to_path_buf() }
+            CaseError::AlreadyExists {
+                path: dir.to_path_buf(),
+            }
         } else {
             CaseError::io(dir, e)
         }
@@ -123,9 +142,13 @@ pub fn replace_case(case: &Case, dir: &Path) -> Result<(), CaseError> {
 /// Writes an int32 array as `.npy` at `path`, atomically: a temporary file beside it, fsync,
 /// rename. An existing file at `path` is replaced (this is for outputs such as
 /// `pimdiff oracle --out`, not for cases).
-pub fn write_npy_atomic<A: WritableElement>(path: &Path, array: &ArrayD<A>) -> Result<(), CaseError> {
+pub fn write_npy_atomic<A: WritableElement>(
+    path: &Path,
+    array: &ArrayD<A>,
+) -> Result<(), CaseError> {
     let tmp = fresh_name(path, "tmp");
-    let result = write_npy_synced(&tmp, array).and_then(|()| fs::rename(&tmp, path).map_err(|e| CaseError::io(path, e)));
+    let result = write_npy_synced(&tmp, array)
+        .and_then(|()| fs::rename(&tmp, path).map_err(|e| CaseError::io(path, e)));
     if result.is_err() {
         let _ = fs::remove_file(&tmp);
     }
@@ -143,10 +166,17 @@ fn regular_file(path: &Path, file: &'static str) -> Result<bool, CaseError> {
     }
 }
 
-fn read_required_i8(dir: &Path, file: &'static str, shape: &[usize]) -> Result<ArrayD<i8>, CaseError> {
+fn read_required_i8(
+    dir: &Path,
+    file: &'static str,
+    shape: &[usize],
+) -> Result<ArrayD<i8>, CaseError> {
     let path = dir.join(file);
     if !regular_file(&path, file)? {
-        return Err(CaseError::MissingFile { file, why: "every case has one" });
+        return Err(CaseError::MissingFile {
+            file,
+            why: "every case has one",
+        });
     }
     npy::read_i8(&path, file, shape)
 }
@@ -155,7 +185,9 @@ fn read_required_i8(dir: &Path, file: &'static str, shape: &[usize]) -> Result<A
 fn read_bounded(path: &Path) -> Result<String, CaseError> {
     let f = File::open(path).map_err(|e| CaseError::io(path, e))?;
     let mut bytes = Vec::new();
-    f.take(limits::MAX_CASE_JSON_BYTES + 1).read_to_end(&mut bytes).map_err(|e| CaseError::io(path, e))?;
+    f.take(limits::MAX_CASE_JSON_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| CaseError::io(path, e))?;
     if bytes.len() as u64 > limits::MAX_CASE_JSON_BYTES {
         return Err(CaseError::BeyondLimit {
             file: CASE_JSON,
@@ -169,7 +201,11 @@ fn read_bounded(path: &Path) -> Result<String, CaseError> {
         let valid = &e.as_bytes()[..e.utf8_error().valid_up_to()];
         let line = valid.iter().filter(|&&b| b == b'\n').count() + 1;
         let column = valid.iter().rev().take_while(|&&b| b != b'\n').count() + 1;
-        CaseError::Json { line, column, message: "the file is not valid UTF-8".into() }
+        CaseError::Json {
+            line,
+            column,
+            message: "the file is not valid UTF-8".into(),
+        }
     })
 }
 
@@ -195,7 +231,10 @@ fn fill_temp_dir(case: &Case, dir: &Path) -> Result<PathBuf, CaseError> {
         }
     };
     let filled = (|| {
-        write_synced(&tmp.join(CASE_JSON), json::spec_to_json(&case.spec).as_bytes())?;
+        write_synced(
+            &tmp.join(CASE_JSON),
+            json::spec_to_json(&case.spec).as_bytes(),
+        )?;
         write_npy_synced(&tmp.join(INPUT_NPY), &case.input)?;
         write_npy_synced(&tmp.join(WEIGHT_NPY), &case.weight)?;
         if let Some(b) = &case.bias {
@@ -217,7 +256,9 @@ fn fill_temp_dir(case: &Case, dir: &Path) -> Result<PathBuf, CaseError> {
 
 fn write_synced(path: &Path, bytes: &[u8]) -> Result<(), CaseError> {
     let mut f = File::create(path).map_err(|e| CaseError::io(path, e))?;
-    f.write_all(bytes).and_then(|()| f.sync_all()).map_err(|e| CaseError::io(path, e))
+    f.write_all(bytes)
+        .and_then(|()| f.sync_all())
+        .map_err(|e| CaseError::io(path, e))
 }
 
 fn write_npy_synced<A, D>(path: &Path, array: &ndarray::Array<A, D>) -> Result<(), CaseError>
@@ -227,13 +268,19 @@ where
 {
     let f = File::create(path).map_err(|e| CaseError::io(path, e))?;
     let mut w = BufWriter::new(f);
-    array.write_npy(&mut w).map_err(|e| CaseError::io(path, std::io::Error::other(e.to_string())))?;
-    let f = w.into_inner().map_err(|e| CaseError::io(path, e.into_error()))?;
+    array
+        .write_npy(&mut w)
+        .map_err(|e| CaseError::io(path, std::io::Error::other(e.to_string())))?;
+    let f = w
+        .into_inner()
+        .map_err(|e| CaseError::io(path, e.into_error()))?;
     f.sync_all().map_err(|e| CaseError::io(path, e))
 }
 
 fn sync_dir(dir: &Path) -> Result<(), CaseError> {
-    File::open(dir).and_then(|d| d.sync_all()).map_err(|e| CaseError::io(dir, e))
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(|e| CaseError::io(dir, e))
 }
 
 fn parent_of(path: &Path) -> &Path {
@@ -248,6 +295,9 @@ fn parent_of(path: &Path) -> &Path {
 fn fresh_name(path: &Path, kind: &str) -> PathBuf {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-    let name = path.file_name().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "case".into());
+    let name = path
+        .file_name()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "case".into());
     parent_of(path).join(format!(".{name}.{kind}-{}-{n}", std::process::id()))
 }

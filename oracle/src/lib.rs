@@ -41,22 +41,44 @@ pub use random::{random_tensors, BIAS_RANGE};
 /// tensor's rank or shape does not match the operator (possible only if the case's public
 /// fields were changed after it was built).
 pub fn reference(case: &Case) -> Result<ArrayD<i32>, OracleError> {
-    let rank = |file: &'static str, a: &[usize], want: usize| {
-        CaseError::ShapeMismatch { file, expected: vec![0; want], found: a.to_vec() }
+    let rank = |file: &'static str, a: &[usize], want: usize| CaseError::ShapeMismatch {
+        file,
+        expected: vec![0; want],
+        found: a.to_vec(),
     };
     let bias = match &case.bias {
-        Some(b) => Some(b.view().into_dimensionality::<Ix1>().map_err(|_| rank(error::BIAS_NPY, b.shape(), 1))?),
+        Some(b) => Some(
+            b.view()
+                .into_dimensionality::<Ix1>()
+                .map_err(|_| rank(error::BIAS_NPY, b.shape(), 1))?,
+        ),
         None => None,
     };
     match &case.spec.op {
         Op::Conv2d(p) => {
-            let input = case.input.view().into_dimensionality::<Ix4>().map_err(|_| rank(error::INPUT_NPY, case.input.shape(), 4))?;
-            let weight = case.weight.view().into_dimensionality::<Ix4>().map_err(|_| rank(error::WEIGHT_NPY, case.weight.shape(), 4))?;
+            let input = case
+                .input
+                .view()
+                .into_dimensionality::<Ix4>()
+                .map_err(|_| rank(error::INPUT_NPY, case.input.shape(), 4))?;
+            let weight = case
+                .weight
+                .view()
+                .into_dimensionality::<Ix4>()
+                .map_err(|_| rank(error::WEIGHT_NPY, case.weight.shape(), 4))?;
             conv2d(input, weight, bias, p).map(|a| a.into_dyn())
         }
         Op::Mvm(p) => {
-            let input = case.input.view().into_dimensionality::<Ix2>().map_err(|_| rank(error::INPUT_NPY, case.input.shape(), 2))?;
-            let weight = case.weight.view().into_dimensionality::<Ix2>().map_err(|_| rank(error::WEIGHT_NPY, case.weight.shape(), 2))?;
+            let input = case
+                .input
+                .view()
+                .into_dimensionality::<Ix2>()
+                .map_err(|_| rank(error::INPUT_NPY, case.input.shape(), 2))?;
+            let weight = case
+                .weight
+                .view()
+                .into_dimensionality::<Ix2>()
+                .map_err(|_| rank(error::WEIGHT_NPY, case.weight.shape(), 2))?;
             mvm(input, weight, bias, p).map(|a| a.into_dyn())
         }
     }

@@ -36,7 +36,10 @@ pub fn mvm(
             for (xc, wc) in xr.chunks(R_CHUNK).zip(wr.chunks(R_CHUNK)) {
                 sum += dot(xc, wc) as i64;
             }
-            let v = i32::try_from(sum).map_err(|_| OracleError::Overflow { index: vec![n, o], value: sum })?;
+            let v = i32::try_from(sum).map_err(|_| OracleError::Overflow {
+                index: vec![n, o],
+                value: sum,
+            })?;
             out[[n, o]] = if p.relu { v.max(0) } else { v };
         }
     }
@@ -61,7 +64,10 @@ pub fn mvm_direct(
             if let Some(b) = &bias {
                 sum += b[o] as i64;
             }
-            let v = i32::try_from(sum).map_err(|_| OracleError::Overflow { index: vec![n, o], value: sum })?;
+            let v = i32::try_from(sum).map_err(|_| OracleError::Overflow {
+                index: vec![n, o],
+                value: sum,
+            })?;
             out[[n, o]] = if p.relu { v.max(0) } else { v };
         }
     }
@@ -87,5 +93,7 @@ fn check(
 
 /// `Σ x[i]·w[i]` for at most [`R_CHUNK`] terms: exact in i32 (products fit i16).
 fn dot(x: &[i16], w: &[i16]) -> i32 {
-    x.iter().zip(w).fold(0i32, |s, (&a, &b)| s.wrapping_add(a.wrapping_mul(b) as i32))
+    x.iter()
+        .zip(w)
+        .fold(0i32, |s, (&a, &b)| s.wrapping_add(a.wrapping_mul(b) as i32))
 }

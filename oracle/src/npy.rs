@@ -52,13 +52,23 @@ pub(crate) struct Header {
 }
 
 /// Reads `path` (named `file` in errors) as an int8 array of exactly `shape`.
-pub(crate) fn read_i8(path: &Path, file: &'static str, shape: &[usize]) -> Result<ArrayD<i8>, CaseError> {
+pub(crate) fn read_i8(
+    path: &Path,
+    file: &'static str,
+    shape: &[usize],
+) -> Result<ArrayD<i8>, CaseError> {
     read_array(path, file, Dtype::I8, shape, |b| b[0] as i8)
 }
 
 /// Reads `path` (named `file` in errors) as a little-endian int32 array of exactly `shape`.
-pub(crate) fn read_i32(path: &Path, file: &'static str, shape: &[usize]) -> Result<ArrayD<i32>, CaseError> {
-    read_array(path, file, Dtype::I32, shape, |b| i32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+pub(crate) fn read_i32(
+    path: &Path,
+    file: &'static str,
+    shape: &[usize],
+) -> Result<ArrayD<i32>, CaseError> {
+    read_array(path, file, Dtype::I32, shape, |b| {
+        i32::from_le_bytes([b[0], b[1], b[2], b[3]])
+    })
 }
 
 fn read_array<T: Clone>(
@@ -75,10 +85,18 @@ fn read_array<T: Clone>(
         HeaderError::Io(e) => CaseError::io(path, e),
     })?;
     if !dtype.accepts(&header.descr) {
-        return Err(CaseError::WrongDtype { file, found: format!("'{}'", header.descr), expected: dtype.name() });
+        return Err(CaseError::WrongDtype {
+            file,
+            found: format!("'{}'", header.descr),
+            expected: dtype.name(),
+        });
     }
     if header.shape != shape {
-        return Err(CaseError::ShapeMismatch { file, expected: shape.to_vec(), found: header.shape });
+        return Err(CaseError::ShapeMismatch {
+            file,
+            expected: shape.to_vec(),
+            found: header.shape,
+        });
     }
     // `shape` was validated against the limits, so this product is small.
     let len: usize = shape.iter().product();
@@ -90,7 +108,10 @@ fn read_array<T: Clone>(
     reader.read_exact(&mut bytes).map_err(|e| match e.kind() {
         io::ErrorKind::UnexpectedEof => CaseError::Npy {
             file,
-            reason: format!("truncated: shape {shape:?} needs {} bytes of data, the file has fewer", len * item),
+            reason: format!(
+                "truncated: shape {shape:?} needs {} bytes of data, the file has fewer",
+                len * item
+            ),
         },
         _ => CaseError::io(path, e),
     })?;
@@ -98,7 +119,10 @@ fn read_array<T: Clone>(
     match reader.read(&mut extra) {
         Ok(0) => {}
         Ok(_) => {
-            return Err(CaseError::Npy { file, reason: "extra bytes after the data the header describes".into() })
+            return Err(CaseError::Npy {
+                file,
+                reason: "extra bytes after the data the header describes".into(),
+            })
         }
         Err(e) => return Err(CaseError::io(path, e)),
     }
@@ -111,7 +135,10 @@ fn read_array<T: Clone>(
     } else {
         ArrayD::from_shape_vec(dims, data)
     };
-    array.map_err(|e| CaseError::Npy { file, reason: format!("data does not match the shape: {e}") })
+    array.map_err(|e| CaseError::Npy {
+        file,
+        reason: format!("data does not match the shape: {e}"),
+    })
 }
 
 pub(crate) enum HeaderError {
@@ -126,10 +153,15 @@ impl From<CaseError> for HeaderError {
 }
 
 /// Reads and parses the header, leaving `reader` at the first data byte.
-pub(crate) fn read_header<R: Read>(reader: &mut R, file: &'static str) -> Result<Header, HeaderError> {
+pub(crate) fn read_header<R: Read>(
+    reader: &mut R,
+    file: &'static str,
+) -> Result<Header, HeaderError> {
     let bad = |reason: String| HeaderError::Case(CaseError::Npy { file, reason });
     let mut fixed = [0u8; 8];
-    read_exact_or(reader, &mut fixed, || bad("truncated: shorter than the 8-byte preamble".into()))?;
+    read_exact_or(reader, &mut fixed, || {
+        bad("truncated: shorter than the 8-byte preamble".into())
+    })?;
     if &fixed[..6] != b"\x93NUMPY" {
         return Err(bad("the magic string \\x93NUMPY is missing".into()));
     }
@@ -144,7 +176,11 @@ pub(crate) fn read_header<R: Read>(reader: &mut R, file: &'static str) -> Result
             read_exact_or(reader, &mut b, || bad("truncated header length".into()))?;
             u32::from_le_bytes(b) as usize
         }
-        (major, minor) => return Err(bad(format!("format version {major}.{minor} is not supported"))),
+        (major, minor) => {
+            return Err(bad(format!(
+                "format version {major}.{minor} is not supported"
+            )))
+        }
     };
     if header_len > limits::MAX_NPY_HEADER_BYTES {
         return Err(HeaderError::Case(CaseError::BeyondLimit {
@@ -175,11 +211,17 @@ fn read_exact_or<R: Read>(
 /// Parses the header dictionary, e.g. `{'descr': '<i4', 'fortran_order': False, 'shape': (2, 3), }`.
 /// Exactly the three keys NumPy writes are required, as `numpy.load` does.
 pub(crate) fn parse_header(text: &str) -> Result<Header, String> {
-    let mut p = Parser { s: text.as_bytes(), pos: 0 };
+    let mut p = Parser {
+        s: text.as_bytes(),
+        pos: 0,
+    };
     let value = p.value(0)?;
     p.skip_ws();
     if p.pos != p.s.len() {
-        return Err(format!("unexpected text after the dictionary at byte {}", p.pos));
+        return Err(format!(
+            "unexpected text after the dictionary at byte {}",
+            p.pos
+        ));
     }
     let Py::Dict(entries) = value else {
         return Err("not a dictionary".into());
@@ -188,14 +230,20 @@ pub(crate) fn parse_header(text: &str) -> Result<Header, String> {
     for (key, value) in entries {
         match (key.as_str(), value) {
             ("descr", Py::Str(s)) => descr = Some(s),
-            ("descr", _) => return Err("'descr' is not a simple type string (structured dtypes are not supported)".into()),
+            ("descr", _) => {
+                return Err(
+                    "'descr' is not a simple type string (structured dtypes are not supported)"
+                        .into(),
+                )
+            }
             ("fortran_order", Py::Bool(b)) => fortran_order = Some(b),
             ("fortran_order", _) => return Err("'fortran_order' is not True or False".into()),
             ("shape", Py::Tuple(items)) => {
                 let dims = items
                     .into_iter()
                     .map(|d| match d {
-                        Py::Int(i) => usize::try_from(i).map_err(|_| format!("dimension {i} is not a valid size")),
+                        Py::Int(i) => usize::try_from(i)
+                            .map_err(|_| format!("dimension {i} is not a valid size")),
                         _ => Err("'shape' holds something other than integers".to_string()),
                     })
                     .collect::<Result<Vec<_>, _>>()?;
@@ -261,7 +309,10 @@ impl Parser<'_> {
                 let mut entries = Vec::new();
                 while self.peek() != Some(b'}') {
                     let Py::Str(key) = self.value(depth + 1)? else {
-                        return Err(format!("a dictionary key at byte {} is not a string", self.pos));
+                        return Err(format!(
+                            "a dictionary key at byte {} is not a string",
+                            self.pos
+                        ));
                     };
                     self.expect(b':')?;
                     let value = self.value(depth + 1)?;
@@ -312,12 +363,16 @@ impl Parser<'_> {
                 while self.pos < self.s.len() && self.s[self.pos].is_ascii_digit() {
                     self.pos += 1;
                 }
-                let digits = std::str::from_utf8(&self.s[start..self.pos]).map_err(|e| e.to_string())?;
+                let digits =
+                    std::str::from_utf8(&self.s[start..self.pos]).map_err(|e| e.to_string())?;
                 // Python 2 wrote long integers with a trailing `L`.
                 if self.s.get(self.pos) == Some(&b'L') {
                     self.pos += 1;
                 }
-                digits.parse::<i128>().map(Py::Int).map_err(|_| format!("bad integer {digits:?}"))
+                digits
+                    .parse::<i128>()
+                    .map(Py::Int)
+                    .map_err(|_| format!("bad integer {digits:?}"))
             }
             Some(_) => {
                 for (word, value) in [("True", true), ("False", false)] {
@@ -339,10 +394,25 @@ mod tests {
 
     #[test]
     fn parses_what_numpy_writes() {
-        let h = parse_header("{'descr': '|i1', 'fortran_order': False, 'shape': (2, 3), }      ").unwrap();
-        assert_eq!(h, Header { descr: "|i1".into(), fortran_order: false, shape: vec![2, 3] });
+        let h = parse_header("{'descr': '|i1', 'fortran_order': False, 'shape': (2, 3), }      ")
+            .unwrap();
+        assert_eq!(
+            h,
+            Header {
+                descr: "|i1".into(),
+                fortran_order: false,
+                shape: vec![2, 3]
+            }
+        );
         let h = parse_header("{'descr': '<i4', 'fortran_order': True, 'shape': (5,), }").unwrap();
-        assert_eq!(h, Header { descr: "<i4".into(), fortran_order: true, shape: vec![5] });
+        assert_eq!(
+            h,
+            Header {
+                descr: "<i4".into(),
+                fortran_order: true,
+                shape: vec![5]
+            }
+        );
         let h = parse_header("{\"descr\":\"<i4\",\"fortran_order\":False,\"shape\":()}").unwrap();
         assert_eq!(h.shape, Vec::<usize>::new());
     }
@@ -358,12 +428,17 @@ mod tests {
             "missing key 'fortran_order'"
         );
         assert_eq!(
-            parse_header("{'descr': '<i4', 'fortran_order': False, 'shape': (1,), 'x': 1}").unwrap_err(),
+            parse_header("{'descr': '<i4', 'fortran_order': False, 'shape': (1,), 'x': 1}")
+                .unwrap_err(),
             "unknown key \"x\""
         );
-        assert_eq!(parse_header(&"(".repeat(100)).unwrap_err(), "nested too deeply");
         assert_eq!(
-            parse_header("{'descr': [('a', '<i4')], 'fortran_order': False, 'shape': (1,)}").unwrap_err(),
+            parse_header(&"(".repeat(100)).unwrap_err(),
+            "nested too deeply"
+        );
+        assert_eq!(
+            parse_header("{'descr': [('a', '<i4')], 'fortran_order': False, 'shape': (1,)}")
+                .unwrap_err(),
             "'descr' is not a simple type string (structured dtypes are not supported)"
         );
     }

@@ -32,7 +32,9 @@ fn with_tensors(spec: CaseSpec) -> impl Strategy<Value = (CaseSpec, Vec<i8>, Vec
 }
 
 /// A result with the error reduced to what both implementations must agree on.
-fn outcome<D: ndarray::Dimension>(r: Result<ndarray::Array<i32, D>, OracleError>) -> Result<Vec<i32>, (Vec<usize>, i64)> {
+fn outcome<D: ndarray::Dimension>(
+    r: Result<ndarray::Array<i32, D>, OracleError>,
+) -> Result<Vec<i32>, (Vec<usize>, i64)> {
     match r {
         Ok(a) => Ok(a.iter().copied().collect()),
         Err(OracleError::Overflow { index, value }) => Err((index, value)),

@@ -3,11 +3,16 @@
 
 use ndarray::{arr1, arr2, Array, Array1, Array2, Array4, ArrayD, IxDyn};
 use pimdiff_oracle::{
-    conv2d, conv2d_direct, mvm, mvm_direct, reference, Case, CaseArch, CaseError, CaseSpec, Conv2d, Mvm, Op,
-    OracleError,
+    conv2d, conv2d_direct, mvm, mvm_direct, reference, Case, CaseArch, CaseError, CaseSpec, Conv2d,
+    Mvm, Op, OracleError,
 };
 
-fn conv(kernel: [usize; 2], stride: [usize; 2], padding: [usize; 4], dilation: [usize; 2]) -> Conv2d {
+fn conv(
+    kernel: [usize; 2],
+    stride: [usize; 2],
+    padding: [usize; 4],
+    dilation: [usize; 2],
+) -> Conv2d {
     Conv2d {
         in_channels: 1,
         out_channels: 1,
@@ -23,12 +28,19 @@ fn conv(kernel: [usize; 2], stride: [usize; 2], padding: [usize; 4], dilation: [
 
 /// The 5×5 input 0, 1, ..., 24 as `[1, 1, 5, 5]`.
 fn arange5() -> Array4<i8> {
-    Array::from_iter(0..25i8).into_shape_with_order((1, 1, 5, 5)).unwrap()
+    Array::from_iter(0..25i8)
+        .into_shape_with_order((1, 1, 5, 5))
+        .unwrap()
 }
 
 /// Runs both implementations, checks they agree, and returns the `[OH, OW]` plane of image 0,
 /// channel `k`.
-fn both(input: &Array4<i8>, weight: &Array4<i8>, bias: Option<&Array1<i32>>, p: &Conv2d) -> Array4<i32> {
+fn both(
+    input: &Array4<i8>,
+    weight: &Array4<i8>,
+    bias: Option<&Array1<i32>>,
+    p: &Conv2d,
+) -> Array4<i32> {
     let fast = conv2d(input.view(), weight.view(), bias.map(|b| b.view()), p).unwrap();
     let direct = conv2d_direct(input.view(), weight.view(), bias.map(|b| b.view()), p).unwrap();
     assert_eq!(fast, direct);
@@ -36,20 +48,35 @@ fn both(input: &Array4<i8>, weight: &Array4<i8>, bias: Option<&Array1<i32>>, p: 
 }
 
 fn plane(a: &Array4<i32>, k: usize) -> Array2<i32> {
-    a.index_axis(ndarray::Axis(0), 0).index_axis(ndarray::Axis(0), k).to_owned()
+    a.index_axis(ndarray::Axis(0), 0)
+        .index_axis(ndarray::Axis(0), k)
+        .to_owned()
 }
 
 #[test]
 fn arange_5x5_ones_3x3_no_padding() {
-    let out = both(&arange5(), &Array4::ones((1, 1, 3, 3)), None, &conv([3, 3], [1, 1], [0; 4], [1, 1]));
+    let out = both(
+        &arange5(),
+        &Array4::ones((1, 1, 3, 3)),
+        None,
+        &conv([3, 3], [1, 1], [0; 4], [1, 1]),
+    );
     // Each output is the sum of a 3×3 window: 9 times its centre.
     assert_eq!(out.shape(), &[1, 1, 3, 3]);
-    assert_eq!(plane(&out, 0), arr2(&[[54, 63, 72], [99, 108, 117], [144, 153, 162]]));
+    assert_eq!(
+        plane(&out, 0),
+        arr2(&[[54, 63, 72], [99, 108, 117], [144, 153, 162]])
+    );
 }
 
 #[test]
 fn arange_5x5_ones_3x3_padding_1() {
-    let out = both(&arange5(), &Array4::ones((1, 1, 3, 3)), None, &conv([3, 3], [1, 1], [1; 4], [1, 1]));
+    let out = both(
+        &arange5(),
+        &Array4::ones((1, 1, 3, 3)),
+        None,
+        &conv([3, 3], [1, 1], [1; 4], [1, 1]),
+    );
     assert_eq!(
         plane(&out, 0),
         arr2(&[
@@ -64,22 +91,43 @@ fn arange_5x5_ones_3x3_padding_1() {
 
 #[test]
 fn arange_5x5_ones_3x3_padding_1_stride_2() {
-    let out = both(&arange5(), &Array4::ones((1, 1, 3, 3)), None, &conv([3, 3], [2, 2], [1; 4], [1, 1]));
-    assert_eq!(plane(&out, 0), arr2(&[[12, 27, 24], [63, 108, 81], [72, 117, 84]]));
+    let out = both(
+        &arange5(),
+        &Array4::ones((1, 1, 3, 3)),
+        None,
+        &conv([3, 3], [2, 2], [1; 4], [1, 1]),
+    );
+    assert_eq!(
+        plane(&out, 0),
+        arr2(&[[12, 27, 24], [63, 108, 81], [72, 117, 84]])
+    );
 }
 
 #[test]
 fn arange_5x5_ones_3x3_stride_2_no_padding() {
-    let out = both(&arange5(), &Array4::ones((1, 1, 3, 3)), None, &conv([3, 3], [2, 2], [0; 4], [1, 1]));
+    let out = both(
+        &arange5(),
+        &Array4::ones((1, 1, 3, 3)),
+        None,
+        &conv([3, 3], [2, 2], [0; 4], [1, 1]),
+    );
     assert_eq!(plane(&out, 0), arr2(&[[54, 72], [144, 162]]));
 }
 
 #[test]
 fn depthwise_with_bias() {
     // Channel 0 is 0..8, channel 1 is 1..9; each channel has its own 2×2 kernel.
-    let input = Array::from_iter((0..9i8).chain(1..10)).into_shape_with_order((1, 2, 3, 3)).unwrap();
+    let input = Array::from_iter((0..9i8).chain(1..10))
+        .into_shape_with_order((1, 2, 3, 3))
+        .unwrap();
     let weight = Array4::from_shape_vec((2, 1, 2, 2), vec![1, 0, 0, -1, 2, 2, 2, 2]).unwrap();
-    let p = Conv2d { in_channels: 2, out_channels: 2, groups: 2, bias: true, ..conv([2, 2], [1, 1], [0; 4], [1, 1]) };
+    let p = Conv2d {
+        in_channels: 2,
+        out_channels: 2,
+        groups: 2,
+        bias: true,
+        ..conv([2, 2], [1, 1], [0; 4], [1, 1])
+    };
     let out = both(&input, &weight, Some(&arr1(&[10, -100])), &p);
     // Channel 0: x[i][j] - x[i+1][j+1] = -4, plus 10. Channel 1: twice each window sum, minus 100.
     assert_eq!(plane(&out, 0), arr2(&[[6, 6], [6, 6]]));
@@ -91,17 +139,35 @@ fn dilation_2() {
     // out[i][j] = x[i][j] + 2·x[i][j+2] + 3·x[i+2][j] + 4·x[i+2][j+2] with x = 5i + j,
     // which is 50i + 10j + 82.
     let weight = Array4::from_shape_vec((1, 1, 2, 2), vec![1, 2, 3, 4]).unwrap();
-    let out = both(&arange5(), &weight, None, &conv([2, 2], [1, 1], [0; 4], [2, 2]));
-    assert_eq!(plane(&out, 0), arr2(&[[82, 92, 102], [132, 142, 152], [182, 192, 202]]));
+    let out = both(
+        &arange5(),
+        &weight,
+        None,
+        &conv([2, 2], [1, 1], [0; 4], [2, 2]),
+    );
+    assert_eq!(
+        plane(&out, 0),
+        arr2(&[[82, 92, 102], [132, 142, 152], [182, 192, 202]])
+    );
 }
 
 #[test]
 fn asymmetric_padding() {
     // 3×3 input 0..8, 2×2 ones, padding top 1, left 0, bottom 0, right 2: the padded input
     // is 4×5 and the output 3×4.
-    let input = Array::from_iter(0..9i8).into_shape_with_order((1, 1, 3, 3)).unwrap();
-    let out = both(&input, &Array4::ones((1, 1, 2, 2)), None, &conv([2, 2], [1, 1], [1, 0, 0, 2], [1, 1]));
-    assert_eq!(plane(&out, 0), arr2(&[[1, 3, 2, 0], [8, 12, 7, 0], [20, 24, 13, 0]]));
+    let input = Array::from_iter(0..9i8)
+        .into_shape_with_order((1, 1, 3, 3))
+        .unwrap();
+    let out = both(
+        &input,
+        &Array4::ones((1, 1, 2, 2)),
+        None,
+        &conv([2, 2], [1, 1], [1, 0, 0, 2], [1, 1]),
+    );
+    assert_eq!(
+        plane(&out, 0),
+        arr2(&[[1, 3, 2, 0], [8, 12, 7, 0], [20, 24, 13, 0]])
+    );
 }
 
 #[test]
@@ -109,7 +175,12 @@ fn relu_applies_to_the_final_sum_only() {
     // Two input channels whose contributions cancel: a ReLU on partial sums would give 5.
     let input = Array4::from_shape_vec((1, 2, 1, 1), vec![5, 5]).unwrap();
     let weight = Array4::from_shape_vec((1, 2, 1, 1), vec![1, -1]).unwrap();
-    let p = Conv2d { in_channels: 2, relu: true, bias: true, ..conv([1, 1], [1, 1], [0; 4], [1, 1]) };
+    let p = Conv2d {
+        in_channels: 2,
+        relu: true,
+        bias: true,
+        ..conv([1, 1], [1, 1], [0; 4], [1, 1])
+    };
     let out = both(&input, &weight, Some(&arr1(&[-3])), &p);
     assert_eq!(out.into_raw_vec_and_offset().0, vec![0]);
 }
@@ -119,12 +190,26 @@ fn mvm_bias_and_relu() {
     let w = arr2(&[[1i8, 2, 3], [-1, 0, 2]]);
     let x = arr2(&[[1i8, 1, 1], [2, -3, 0]]);
     let b = arr1(&[-5, 1]);
-    let plain = Mvm { in_features: 3, out_features: 2, bias: true, relu: false };
+    let plain = Mvm {
+        in_features: 3,
+        out_features: 2,
+        bias: true,
+        relu: false,
+    };
     // Row 0: [6 - 5, 1 + 1]; row 1: [2 - 6 - 5, -2 + 1].
     for f in [mvm, mvm_direct] {
-        assert_eq!(f(x.view(), w.view(), Some(b.view()), &plain).unwrap(), arr2(&[[1, 2], [-9, -1]]));
-        let relu = Mvm { relu: true, ..plain };
-        assert_eq!(f(x.view(), w.view(), Some(b.view()), &relu).unwrap(), arr2(&[[1, 2], [0, 0]]));
+        assert_eq!(
+            f(x.view(), w.view(), Some(b.view()), &plain).unwrap(),
+            arr2(&[[1, 2], [-9, -1]])
+        );
+        let relu = Mvm {
+            relu: true,
+            ..plain
+        };
+        assert_eq!(
+            f(x.view(), w.view(), Some(b.view()), &relu).unwrap(),
+            arr2(&[[1, 2], [0, 0]])
+        );
     }
 }
 
@@ -132,7 +217,10 @@ fn mvm_bias_and_relu() {
 fn long_reduction_is_exact() {
     // 8192 channels × 3×3 = 73 728 terms of (-128)·(-128) = 16 384: 1 207 959 552, which fits
     // int32 but needs the fast path's i64 carry between 2^16-term chunks.
-    let p = Conv2d { in_channels: 8192, ..conv([3, 3], [1, 1], [0; 4], [1, 1]) };
+    let p = Conv2d {
+        in_channels: 8192,
+        ..conv([3, 3], [1, 1], [0; 4], [1, 1])
+    };
     let input = Array4::from_elem((1, 8192, 3, 3), -128i8);
     let weight = Array4::from_elem((1, 8192, 3, 3), -128i8);
     let out = both(&input, &weight, None, &p);
@@ -143,7 +231,12 @@ fn long_reduction_is_exact() {
 fn overflow_is_reported_with_the_first_index() {
     // Same reduction plus a bias of 2^30 in channel 1 and 2^31 - 1 in channel 2: channel 0
     // fits, channels 1 and 2 do not; the first (row-major) is reported.
-    let p = Conv2d { in_channels: 8192, out_channels: 3, bias: true, ..conv([3, 3], [1, 1], [0; 4], [1, 1]) };
+    let p = Conv2d {
+        in_channels: 8192,
+        out_channels: 3,
+        bias: true,
+        ..conv([3, 3], [1, 1], [0; 4], [1, 1])
+    };
     let input = Array4::from_elem((1, 8192, 3, 3), -128i8);
     let weight = Array4::from_elem((3, 8192, 3, 3), -128i8);
     let bias = arr1(&[0, 1 << 30, i32::MAX]);
@@ -162,7 +255,12 @@ fn overflow_is_reported_with_the_first_index() {
 fn overflow_before_relu_is_refused() {
     // 65 536 terms of 127·(-128) plus i32::MIN: far below int32 before ReLU, 0 after. The
     // value before ReLU is what a lowering computes in int32, so the case is refused.
-    let p = Mvm { in_features: 65536, out_features: 1, bias: true, relu: true };
+    let p = Mvm {
+        in_features: 65536,
+        out_features: 1,
+        bias: true,
+        relu: true,
+    };
     let x = Array2::from_elem((1, 65536), -128i8);
     let w = Array2::from_elem((1, 65536), 127i8);
     let b = arr1(&[i32::MIN]);
@@ -179,8 +277,17 @@ fn overflow_before_relu_is_refused() {
 
 #[test]
 fn case_new_refuses_an_overflowing_case() {
-    let op = Mvm { in_features: 65536, out_features: 1, bias: true, relu: false };
-    let spec = CaseSpec { op: Op::Mvm(op), input_shape: vec![1, 65536], arch: arch() };
+    let op = Mvm {
+        in_features: 65536,
+        out_features: 1,
+        bias: true,
+        relu: false,
+    };
+    let spec = CaseSpec {
+        op: Op::Mvm(op),
+        input_shape: vec![1, 65536],
+        arch: arch(),
+    };
     let input = ArrayD::from_elem(IxDyn(&[1, 65536]), -128i8);
     let weight = ArrayD::from_elem(IxDyn(&[1, 65536]), -128i8);
     match Case::new(spec, input, weight, Some(arr1(&[i32::MAX])), None) {
@@ -194,8 +301,15 @@ fn case_new_refuses_an_overflowing_case() {
 
 #[test]
 fn reference_dispatches_and_keeps_nchw() {
-    let p = Conv2d { out_channels: 2, ..conv([3, 3], [1, 1], [1; 4], [1, 1]) };
-    let spec = CaseSpec { op: Op::Conv2d(p), input_shape: vec![1, 1, 5, 5], arch: arch() };
+    let p = Conv2d {
+        out_channels: 2,
+        ..conv([3, 3], [1, 1], [1; 4], [1, 1])
+    };
+    let spec = CaseSpec {
+        op: Op::Conv2d(p),
+        input_shape: vec![1, 1, 5, 5],
+        arch: arch(),
+    };
     let weight = Array::from_iter([1i8; 9].into_iter().chain([0, 0, 0, 0, -1, 0, 0, 0, 0]))
         .into_shape_with_order(IxDyn(&[2, 1, 3, 3]))
         .unwrap();
@@ -209,5 +323,11 @@ fn reference_dispatches_and_keeps_nchw() {
 }
 
 fn arch() -> CaseArch {
-    CaseArch { cores: 4, arrays_per_core: 8, array_rows: 16, array_cols: 16, local_memory_bytes: 262144 }
+    CaseArch {
+        cores: 4,
+        arrays_per_core: 8,
+        array_rows: 16,
+        array_cols: 16,
+        local_memory_bytes: 262144,
+    }
 }

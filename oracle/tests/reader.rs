@@ -23,7 +23,13 @@ fn spec() -> CaseSpec {
             relu: false,
         }),
         input_shape: vec![1, 2, 5, 5],
-        arch: CaseArch { cores: 2, arrays_per_core: 4, array_rows: 8, array_cols: 8, local_memory_bytes: 65536 },
+        arch: CaseArch {
+            cores: 2,
+            arrays_per_core: 4,
+            array_rows: 8,
+            array_cols: 8,
+            local_memory_bytes: 65536,
+        },
     }
 }
 
@@ -34,6 +40,9 @@ fn valid_case() -> (tempfile::TempDir, PathBuf) {
     write_case(&random_tensors(&spec(), 7).unwrap(), &dir).unwrap();
     (tmp, dir)
 }
+
+/// A change to `case.json`.
+type Edit = fn(&mut Value);
 
 fn edit_json(dir: &Path, edit: impl FnOnce(&mut Value)) {
     let path = dir.join("case.json");
@@ -52,9 +61,14 @@ fn json_error(edit: impl FnOnce(&mut Value)) -> CaseError {
 /// A version 1.0 `.npy` file.
 fn npy(descr: &str, fortran: bool, shape: &[usize], data: &[u8]) -> Vec<u8> {
     let dims: Vec<String> = shape.iter().map(|d| d.to_string()).collect();
-    let shape = if dims.len() == 1 { format!("({},)", dims[0]) } else { format!("({})", dims.join(", ")) };
+    let shape = if dims.len() == 1 {
+        format!("({},)", dims[0])
+    } else {
+        format!("({})", dims.join(", "))
+    };
     let fortran = if fortran { "True" } else { "False" };
-    let mut header = format!("{{'descr': '{descr}', 'fortran_order': {fortran}, 'shape': {shape}, }}");
+    let mut header =
+        format!("{{'descr': '{descr}', 'fortran_order': {fortran}, 'shape': {shape}, }}");
     while (10 + header.len() + 1) % 64 != 0 {
         header.push(' ');
     }
@@ -73,14 +87,23 @@ fn i32_bytes(values: &[i32]) -> Vec<u8> {
 #[test]
 fn valid_case_round_trips() {
     let (_tmp, dir) = valid_case();
-    assert_eq!(read_case(&dir).unwrap(), random_tensors(&spec(), 7).unwrap());
+    assert_eq!(
+        read_case(&dir).unwrap(),
+        random_tensors(&spec(), 7).unwrap()
+    );
 }
 
 #[test]
 fn missing_case_json() {
     let (_tmp, dir) = valid_case();
     fs::remove_file(dir.join("case.json")).unwrap();
-    assert!(matches!(read_case(&dir), Err(CaseError::MissingFile { file: "case.json", .. })));
+    assert!(matches!(
+        read_case(&dir),
+        Err(CaseError::MissingFile {
+            file: "case.json",
+            ..
+        })
+    ));
 }
 
 #[test]
@@ -88,7 +111,9 @@ fn missing_input_and_weight() {
     for file in ["input.npy", "weight.npy"] {
         let (_tmp, dir) = valid_case();
         fs::remove_file(dir.join(file)).unwrap();
-        assert!(matches!(read_case(&dir), Err(CaseError::MissingFile { file: f, .. }) if f == file));
+        assert!(
+            matches!(read_case(&dir), Err(CaseError::MissingFile { file: f, .. }) if f == file)
+        );
     }
 }
 
@@ -96,14 +121,23 @@ fn missing_input_and_weight() {
 fn missing_bias_when_op_has_bias() {
     let (_tmp, dir) = valid_case();
     fs::remove_file(dir.join("bias.npy")).unwrap();
-    assert!(matches!(read_case(&dir), Err(CaseError::MissingFile { file: "bias.npy", .. })));
+    assert!(matches!(
+        read_case(&dir),
+        Err(CaseError::MissingFile {
+            file: "bias.npy",
+            ..
+        })
+    ));
 }
 
 #[test]
 fn bias_present_when_op_has_none() {
     let (_tmp, dir) = valid_case();
     edit_json(&dir, |v| v["op"]["bias"] = json!(false));
-    assert!(matches!(read_case(&dir), Err(CaseError::BiasMismatch { op_bias: false })));
+    assert!(matches!(
+        read_case(&dir),
+        Err(CaseError::BiasMismatch { op_bias: false })
+    ));
 }
 
 #[test]
@@ -111,20 +145,37 @@ fn case_json_not_a_file() {
     let (_tmp, dir) = valid_case();
     fs::remove_file(dir.join("case.json")).unwrap();
     fs::create_dir(dir.join("case.json")).unwrap();
-    assert!(matches!(read_case(&dir), Err(CaseError::NotAFile { file: "case.json" })));
+    assert!(matches!(
+        read_case(&dir),
+        Err(CaseError::NotAFile { file: "case.json" })
+    ));
 }
 
 #[test]
 fn json_syntax_error() {
     let (_tmp, dir) = valid_case();
-    fs::write(dir.join("case.json"), "{\n  \"format\": 1,\n  \"op\": {,\n}").unwrap();
+    fs::write(
+        dir.join("case.json"),
+        "{\n  \"format\": 1,\n  \"op\": {,\n}",
+    )
+    .unwrap();
     let e = read_case(&dir).unwrap_err();
-    assert!(matches!(e, CaseError::Json { line: 3, column: 10, .. }), "{e}");
+    assert!(
+        matches!(
+            e,
+            CaseError::Json {
+                line: 3,
+                column: 10,
+                ..
+            }
+        ),
+        "{e}"
+    );
 }
 
 #[test]
 fn wrong_field_types() {
-    let cases: [(fn(&mut Value), &str); 6] = [
+    let cases: [(Edit, &str); 6] = [
         (|v| v["op"]["kernel"] = json!("3x3"), "op.kernel"),
         (|v| v["op"]["stride"] = json!([1]), "op.stride"),
         (|v| v["op"]["relu"] = json!(1), "op.relu"),
@@ -134,7 +185,10 @@ fn wrong_field_types() {
     ];
     for (edit, field) in cases {
         let e = json_error(edit);
-        assert!(matches!(&e, CaseError::FieldType { field: f, .. } if f == field), "{field}: {e}");
+        assert!(
+            matches!(&e, CaseError::FieldType { field: f, .. } if f == field),
+            "{field}: {e}"
+        );
     }
 }
 
@@ -143,34 +197,52 @@ fn missing_field() {
     let e = json_error(|v| {
         v["op"].as_object_mut().unwrap().remove("groups");
     });
-    assert!(matches!(&e, CaseError::MissingField { field } if field == "op.groups"), "{e}");
+    assert!(
+        matches!(&e, CaseError::MissingField { field } if field == "op.groups"),
+        "{e}"
+    );
 }
 
 #[test]
 fn unknown_fields_are_refused() {
     let e = json_error(|v| v["op"]["dilaton"] = json!([1, 1]));
-    assert!(matches!(&e, CaseError::UnknownField { field } if field == "op.dilaton"), "{e}");
+    assert!(
+        matches!(&e, CaseError::UnknownField { field } if field == "op.dilaton"),
+        "{e}"
+    );
     let e = json_error(|v| v["comment"] = json!("hi"));
-    assert!(matches!(&e, CaseError::UnknownField { field } if field == "comment"), "{e}");
+    assert!(
+        matches!(&e, CaseError::UnknownField { field } if field == "comment"),
+        "{e}"
+    );
 }
 
 #[test]
 fn unknown_op_kind() {
     let e = json_error(|v| v["op"]["kind"] = json!("conv3d"));
-    assert!(matches!(&e, CaseError::UnknownOpKind { found } if found == "conv3d"), "{e}");
+    assert!(
+        matches!(&e, CaseError::UnknownOpKind { found } if found == "conv3d"),
+        "{e}"
+    );
 }
 
 #[test]
 fn unsupported_format() {
     let e = json_error(|v| v["format"] = json!(2));
-    assert!(matches!(&e, CaseError::UnsupportedFormat { found } if found == "2"), "{e}");
+    assert!(
+        matches!(&e, CaseError::UnsupportedFormat { found } if found == "2"),
+        "{e}"
+    );
     let e = json_error(|v| v["format"] = json!("1"));
-    assert!(matches!(&e, CaseError::FieldType { field, .. } if field == "format"), "{e}");
+    assert!(
+        matches!(&e, CaseError::FieldType { field, .. } if field == "format"),
+        "{e}"
+    );
 }
 
 #[test]
 fn zero_sizes() {
-    let cases: [(fn(&mut Value), &str); 4] = [
+    let cases: [(Edit, &str); 4] = [
         (|v| v["op"]["stride"] = json!([0, 1]), "op.stride[0]"),
         (|v| v["op"]["kernel"] = json!([3, 0]), "op.kernel[1]"),
         (|v| v["input_shape"][0] = json!(0), "input_shape[0]"),
@@ -178,16 +250,25 @@ fn zero_sizes() {
     ];
     for (edit, field) in cases {
         let e = json_error(edit);
-        assert!(matches!(&e, CaseError::ZeroSize { file: "case.json", field: f } if f == field), "{field}: {e}");
+        assert!(
+            matches!(&e, CaseError::ZeroSize { file: "case.json", field: f } if f == field),
+            "{field}: {e}"
+        );
     }
 }
 
 #[test]
 fn negative_sizes() {
     let e = json_error(|v| v["op"]["padding"] = json!([1, -1, 1, 1]));
-    assert!(matches!(&e, CaseError::Negative { field, value: -1 } if field == "op.padding[1]"), "{e}");
+    assert!(
+        matches!(&e, CaseError::Negative { field, value: -1 } if field == "op.padding[1]"),
+        "{e}"
+    );
     let e = json_error(|v| v["input_shape"][2] = json!(-5));
-    assert!(matches!(&e, CaseError::Negative { field, value: -5 } if field == "input_shape[2]"), "{e}");
+    assert!(
+        matches!(&e, CaseError::Negative { field, value: -5 } if field == "input_shape[2]"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -197,7 +278,14 @@ fn groups_must_divide_channels() {
         v["input_shape"][1] = json!(3);
     });
     assert!(
-        matches!(e, CaseError::GroupsDoNotDivide { field: "op.in_channels", value: 3, groups: 2 }),
+        matches!(
+            e,
+            CaseError::GroupsDoNotDivide {
+                field: "op.in_channels",
+                value: 3,
+                groups: 2
+            }
+        ),
         "{e}"
     );
 }
@@ -205,37 +293,82 @@ fn groups_must_divide_channels() {
 #[test]
 fn input_channels_disagree() {
     let e = json_error(|v| v["input_shape"][1] = json!(4));
-    assert!(matches!(e, CaseError::Inconsistent { field: "input_shape[1]", value: 4, other_value: 2, .. }), "{e}");
+    assert!(
+        matches!(
+            e,
+            CaseError::Inconsistent {
+                field: "input_shape[1]",
+                value: 4,
+                other_value: 2,
+                ..
+            }
+        ),
+        "{e}"
+    );
 }
 
 #[test]
 fn output_below_one() {
     // Width 5 + 1 + 1 padding, kernel width 3 dilated by 4: spans 9.
     let e = json_error(|v| v["op"]["dilation"] = json!([1, 4]));
-    assert!(matches!(e, CaseError::EmptyOutput { axis: "width", padded: 7, window: 9 }), "{e}");
+    assert!(
+        matches!(
+            e,
+            CaseError::EmptyOutput {
+                axis: "width",
+                padded: 7,
+                window: 9
+            }
+        ),
+        "{e}"
+    );
 }
 
 #[test]
 fn wrong_dtypes() {
     let (_tmp, dir) = valid_case();
-    fs::write(dir.join("input.npy"), npy("<i2", false, &[1, 2, 5, 5], &[0; 100])).unwrap();
+    fs::write(
+        dir.join("input.npy"),
+        npy("<i2", false, &[1, 2, 5, 5], &[0; 100]),
+    )
+    .unwrap();
     let e = read_case(&dir).unwrap_err();
-    assert!(matches!(&e, CaseError::WrongDtype { file: "input.npy", found, .. } if found == "'<i2'"), "{e}");
+    assert!(
+        matches!(&e, CaseError::WrongDtype { file: "input.npy", found, .. } if found == "'<i2'"),
+        "{e}"
+    );
 
     let (_tmp, dir) = valid_case();
     fs::write(dir.join("bias.npy"), npy(">i4", false, &[4], &[0; 16])).unwrap();
     let e = read_case(&dir).unwrap_err();
-    assert!(matches!(&e, CaseError::WrongDtype { file: "bias.npy", found, .. } if found == "'>i4'"), "{e}");
+    assert!(
+        matches!(&e, CaseError::WrongDtype { file: "bias.npy", found, .. } if found == "'>i4'"),
+        "{e}"
+    );
 
     let (_tmp, dir) = valid_case();
-    fs::write(dir.join("weight.npy"), npy("<f4", false, &[4, 1, 3, 3], &[0; 144])).unwrap();
-    assert!(matches!(read_case(&dir), Err(CaseError::WrongDtype { file: "weight.npy", .. })));
+    fs::write(
+        dir.join("weight.npy"),
+        npy("<f4", false, &[4, 1, 3, 3], &[0; 144]),
+    )
+    .unwrap();
+    assert!(matches!(
+        read_case(&dir),
+        Err(CaseError::WrongDtype {
+            file: "weight.npy",
+            ..
+        })
+    ));
 }
 
 #[test]
 fn shapes_disagree_with_case_json() {
     let (_tmp, dir) = valid_case();
-    fs::write(dir.join("input.npy"), npy("|i1", false, &[1, 2, 5, 4], &[0; 40])).unwrap();
+    fs::write(
+        dir.join("input.npy"),
+        npy("|i1", false, &[1, 2, 5, 4], &[0; 40]),
+    )
+    .unwrap();
     let e = read_case(&dir).unwrap_err();
     assert!(
         matches!(&e, CaseError::ShapeMismatch { file: "input.npy", expected, found }
@@ -245,24 +378,52 @@ fn shapes_disagree_with_case_json() {
     // Wrong rank.
     let (_tmp, dir) = valid_case();
     fs::write(dir.join("weight.npy"), npy("|i1", false, &[4, 9], &[0; 36])).unwrap();
-    assert!(matches!(read_case(&dir), Err(CaseError::ShapeMismatch { file: "weight.npy", .. })));
+    assert!(matches!(
+        read_case(&dir),
+        Err(CaseError::ShapeMismatch {
+            file: "weight.npy",
+            ..
+        })
+    ));
     // expected.npy is optional, but checked when present.
     let (_tmp, dir) = valid_case();
-    fs::write(dir.join("expected.npy"), npy("<i4", false, &[1, 4, 5], &[0; 80])).unwrap();
-    assert!(matches!(read_case(&dir), Err(CaseError::ShapeMismatch { file: "expected.npy", .. })));
+    fs::write(
+        dir.join("expected.npy"),
+        npy("<i4", false, &[1, 4, 5], &[0; 80]),
+    )
+    .unwrap();
+    assert!(matches!(
+        read_case(&dir),
+        Err(CaseError::ShapeMismatch {
+            file: "expected.npy",
+            ..
+        })
+    ));
 }
 
 #[test]
 fn sizes_beyond_limits() {
-    let cases: [(fn(&mut Value), &str); 4] = [
+    let cases: [(Edit, &str); 4] = [
         (|v| v["input_shape"][3] = json!(100_000), "MAX_DIM"),
-        (|v| v["op"]["padding"] = json!([1, 1, 1, 5000]), "MAX_WINDOW_PARAM"),
-        (|v| v["input_shape"] = json!([600, 2, 200, 200]), "MAX_INPUT_ELEMENTS"),
-        (|v| v["arch"]["local_memory_bytes"] = json!(1u64 << 40), "MAX_LOCAL_MEMORY_BYTES"),
+        (
+            |v| v["op"]["padding"] = json!([1, 1, 1, 5000]),
+            "MAX_WINDOW_PARAM",
+        ),
+        (
+            |v| v["input_shape"] = json!([600, 2, 200, 200]),
+            "MAX_INPUT_ELEMENTS",
+        ),
+        (
+            |v| v["arch"]["local_memory_bytes"] = json!(1u64 << 40),
+            "MAX_LOCAL_MEMORY_BYTES",
+        ),
     ];
     for (edit, limit) in cases {
         let e = json_error(edit);
-        assert!(matches!(e, CaseError::BeyondLimit { name, .. } if name == limit), "{limit}: {e}");
+        assert!(
+            matches!(e, CaseError::BeyondLimit { name, .. } if name == limit),
+            "{limit}: {e}"
+        );
     }
     // The output of a tiny input with huge padding, and the MAC count of a modest output.
     let e = json_error(|v| {
@@ -270,25 +431,59 @@ fn sizes_beyond_limits() {
         v["op"]["padding"] = json!([1000, 1000, 1000, 1000]);
         v["op"]["out_channels"] = json!(64);
     });
-    assert!(matches!(e, CaseError::BeyondLimit { name: "MAX_OUTPUT_ELEMENTS", .. }), "{e}");
+    assert!(
+        matches!(
+            e,
+            CaseError::BeyondLimit {
+                name: "MAX_OUTPUT_ELEMENTS",
+                ..
+            }
+        ),
+        "{e}"
+    );
     let e = json_error(|v| {
         v["input_shape"] = json!([1, 4096, 64, 64]);
         v["op"]["in_channels"] = json!(4096);
         v["op"]["out_channels"] = json!(64);
         v["op"]["groups"] = json!(1);
     });
-    assert!(matches!(e, CaseError::BeyondLimit { name: "MAX_MACS", .. }), "{e}");
+    assert!(
+        matches!(
+            e,
+            CaseError::BeyondLimit {
+                name: "MAX_MACS",
+                ..
+            }
+        ),
+        "{e}"
+    );
     // A hostile npy header length is refused before it is read.
     let (_tmp, dir) = valid_case();
     let mut bytes = b"\x93NUMPY\x02\x00".to_vec();
     bytes.extend_from_slice(&u32::MAX.to_le_bytes());
     fs::write(dir.join("input.npy"), bytes).unwrap();
     let e = read_case(&dir).unwrap_err();
-    assert!(matches!(e, CaseError::BeyondLimit { file: "input.npy", name: "MAX_NPY_HEADER_BYTES", .. }), "{e}");
+    assert!(
+        matches!(
+            e,
+            CaseError::BeyondLimit {
+                file: "input.npy",
+                name: "MAX_NPY_HEADER_BYTES",
+                ..
+            }
+        ),
+        "{e}"
+    );
     // A huge case.json.
     let (_tmp, dir) = valid_case();
     fs::write(dir.join("case.json"), " ".repeat(2 << 20)).unwrap();
-    assert!(matches!(read_case(&dir), Err(CaseError::BeyondLimit { name: "MAX_CASE_JSON_BYTES", .. })));
+    assert!(matches!(
+        read_case(&dir),
+        Err(CaseError::BeyondLimit {
+            name: "MAX_CASE_JSON_BYTES",
+            ..
+        })
+    ));
 }
 
 #[test]
@@ -302,9 +497,21 @@ fn result_beyond_int32() {
         "arch": { "cores": 2, "arrays_per_core": 4, "array_rows": 8, "array_cols": 8, "local_memory_bytes": 65536 }
     });
     fs::write(dir.join("case.json"), case_json.to_string()).unwrap();
-    fs::write(dir.join("input.npy"), npy("|i1", false, &[1, 65536], &[0x80; 65536])).unwrap();
-    fs::write(dir.join("weight.npy"), npy("|i1", false, &[2, 65536], &[0x80; 131072])).unwrap();
-    fs::write(dir.join("bias.npy"), npy("<i4", false, &[2], &i32_bytes(&[0, i32::MAX]))).unwrap();
+    fs::write(
+        dir.join("input.npy"),
+        npy("|i1", false, &[1, 65536], &[0x80; 65536]),
+    )
+    .unwrap();
+    fs::write(
+        dir.join("weight.npy"),
+        npy("|i1", false, &[2, 65536], &[0x80; 131072]),
+    )
+    .unwrap();
+    fs::write(
+        dir.join("bias.npy"),
+        npy("<i4", false, &[2], &i32_bytes(&[0, i32::MAX])),
+    )
+    .unwrap();
     let e = read_case(dir).unwrap_err();
     assert!(
         matches!(&e, CaseError::ResultOverflow { index, value } if index == &[0, 1] && *value == (1i64 << 30) + i32::MAX as i64),
@@ -316,17 +523,32 @@ fn result_beyond_int32() {
 fn malformed_npy_files() {
     let cases: [(Vec<u8>, &str); 6] = [
         (b"PK\x03\x04 not npy at all".to_vec(), "the magic string"),
-        (b"\x93NUM".to_vec(), "truncated: shorter than the 8-byte preamble"),
-        (b"\x93NUMPY\x09\x00\x10\x00".to_vec(), "format version 9.0 is not supported"),
-        (npy("|i1", false, &[1, 2, 5, 5], &[0; 10]), "truncated: shape [1, 2, 5, 5] needs 50 bytes"),
+        (
+            b"\x93NUM".to_vec(),
+            "truncated: shorter than the 8-byte preamble",
+        ),
+        (
+            b"\x93NUMPY\x09\x00\x10\x00".to_vec(),
+            "format version 9.0 is not supported",
+        ),
+        (
+            npy("|i1", false, &[1, 2, 5, 5], &[0; 10]),
+            "truncated: shape [1, 2, 5, 5] needs 50 bytes",
+        ),
         (npy("|i1", false, &[1, 2, 5, 5], &[0; 51]), "extra bytes"),
-        (npy("|i1", false, &[1, 2, 5, 5], &[])[..20].to_vec(), "truncated header"),
+        (
+            npy("|i1", false, &[1, 2, 5, 5], &[])[..20].to_vec(),
+            "truncated header",
+        ),
     ];
     for (bytes, reason) in cases {
         let (_tmp, dir) = valid_case();
         fs::write(dir.join("input.npy"), bytes).unwrap();
         let e = read_case(&dir).unwrap_err();
-        assert!(matches!(&e, CaseError::Npy { file: "input.npy", reason: r } if r.contains(reason)), "{reason}: {e}");
+        assert!(
+            matches!(&e, CaseError::Npy { file: "input.npy", reason: r } if r.contains(reason)),
+            "{reason}: {e}"
+        );
     }
 }
 
@@ -336,7 +558,11 @@ fn accepts_lt_i1_fortran_order_and_extra_files() {
     let original = read_case(&dir).unwrap();
     // input.npy as '<i1' in column-major order: the same values, stored transposed.
     let column_major: Vec<u8> = original.input.t().iter().map(|&v| v as u8).collect();
-    fs::write(dir.join("input.npy"), npy("<i1", true, &[1, 2, 5, 5], &column_major)).unwrap();
+    fs::write(
+        dir.join("input.npy"),
+        npy("<i1", true, &[1, 2, 5, 5], &column_major),
+    )
+    .unwrap();
     fs::write(dir.join("report.txt"), "a saved finding's report").unwrap();
     fs::create_dir(dir.join("xbars")).unwrap();
     assert_eq!(read_case(&dir).unwrap(), original);
@@ -347,12 +573,21 @@ fn writer_refuses_to_overwrite_and_replace_case_replaces() {
     let (_tmp, dir) = valid_case();
     let other = random_tensors(&spec(), 8).unwrap();
     let e = write_case(&other, &dir).unwrap_err();
-    assert!(matches!(&e, CaseError::AlreadyExists { path } if path == &dir), "{e}");
-    assert_eq!(read_case(&dir).unwrap(), random_tensors(&spec(), 7).unwrap());
+    assert!(
+        matches!(&e, CaseError::AlreadyExists { path } if path == &dir),
+        "{e}"
+    );
+    assert_eq!(
+        read_case(&dir).unwrap(),
+        random_tensors(&spec(), 7).unwrap()
+    );
     replace_case(&other, &dir).unwrap();
     assert_eq!(read_case(&dir).unwrap(), other);
     // No temporary or set-aside directory is left behind.
-    let names: Vec<_> = fs::read_dir(dir.parent().unwrap()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    let names: Vec<_> = fs::read_dir(dir.parent().unwrap())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
     assert_eq!(names, vec![std::ffi::OsString::from("case")]);
 }
 
@@ -362,11 +597,23 @@ fn writer_refuses_an_inconsistent_case() {
     case.bias = None;
     let tmp = tempfile::tempdir().unwrap();
     let e = write_case(&case, &tmp.path().join("case")).unwrap_err();
-    assert!(matches!(e, CaseError::BiasMismatch { op_bias: true }), "{e}");
+    assert!(
+        matches!(e, CaseError::BiasMismatch { op_bias: true }),
+        "{e}"
+    );
     case.bias = Some(arr1(&[1, 2, 3, 4]));
     case.input = ArrayD::zeros(IxDyn(&[1, 2, 5, 6]));
     let e = write_case(&case, &tmp.path().join("case")).unwrap_err();
-    assert!(matches!(e, CaseError::ShapeMismatch { file: "input.npy", .. }), "{e}");
+    assert!(
+        matches!(
+            e,
+            CaseError::ShapeMismatch {
+                file: "input.npy",
+                ..
+            }
+        ),
+        "{e}"
+    );
     assert_eq!(fs::read_dir(tmp.path()).unwrap().count(), 0);
 }
 
@@ -387,8 +634,19 @@ fn reads_what_numpy_style_json_looks_like() {
     )
     .unwrap();
     fs::write(dir.join("input.npy"), npy("|i1", false, &[1, 20], &[1; 20])).unwrap();
-    fs::write(dir.join("weight.npy"), npy("|i1", false, &[7, 20], &[2; 140])).unwrap();
-    fs::write(dir.join("expected.npy"), npy("<i4", false, &[1, 7], &i32_bytes(&[40; 7]))).unwrap();
+    fs::write(
+        dir.join("weight.npy"),
+        npy("|i1", false, &[7, 20], &[2; 140]),
+    )
+    .unwrap();
+    fs::write(
+        dir.join("expected.npy"),
+        npy("<i4", false, &[1, 7], &i32_bytes(&[40; 7])),
+    )
+    .unwrap();
     let case = read_case(dir).unwrap();
-    assert_eq!(case.expected.unwrap(), ArrayD::from_elem(IxDyn(&[1, 7]), 40));
+    assert_eq!(
+        case.expected.unwrap(),
+        ArrayD::from_elem(IxDyn(&[1, 7]), 40)
+    );
 }

@@ -102,11 +102,13 @@ pub struct Args {
 
 pub fn main(args: Args) -> anyhow::Result<ExitCode> {
     let spec = spec(&args)?;
-    let mut case = random_tensors(&spec, args.seed).context("the flags do not describe a valid case")?;
+    let mut case =
+        random_tensors(&spec, args.seed).context("the flags do not describe a valid case")?;
     if args.expected {
         case.expected = Some(reference(&case).context("computing expected.npy")?);
     }
-    write_case(&case, &args.out_dir).with_context(|| format!("writing {}", args.out_dir.display()))?;
+    write_case(&case, &args.out_dir)
+        .with_context(|| format!("writing {}", args.out_dir.display()))?;
     println!(
         "wrote {}: {}, input {:?}, weight {:?}, output {:?}{}{}, seed {}",
         args.out_dir.display(),
@@ -141,7 +143,10 @@ fn spec(a: &Args) -> anyhow::Result<CaseSpec> {
         ("--height", a.height.is_some()),
         ("--width", a.width.is_some()),
     ];
-    let mvm_flags = [("--in-features", a.in_features.is_some()), ("--out-features", a.out_features.is_some())];
+    let mvm_flags = [
+        ("--in-features", a.in_features.is_some()),
+        ("--out-features", a.out_features.is_some()),
+    ];
     let (foreign, other) = match a.op {
         OpKind::Conv2d => (&mvm_flags[..], "mvm"),
         OpKind::Mvm => (&conv_flags[..], "conv2d"),
@@ -162,8 +167,17 @@ fn spec(a: &Args) -> anyhow::Result<CaseSpec> {
                 bias: a.bias,
                 relu: a.relu,
             };
-            let input_shape = vec![a.batch, p.in_channels, a.height.unwrap_or(8), a.width.unwrap_or(8)];
-            CaseSpec { op: Op::Conv2d(p), input_shape, arch }
+            let input_shape = vec![
+                a.batch,
+                p.in_channels,
+                a.height.unwrap_or(8),
+                a.width.unwrap_or(8),
+            ];
+            CaseSpec {
+                op: Op::Conv2d(p),
+                input_shape,
+                arch,
+            }
         }
         OpKind::Mvm => {
             let p = Mvm {
@@ -172,7 +186,11 @@ fn spec(a: &Args) -> anyhow::Result<CaseSpec> {
                 bias: a.bias,
                 relu: a.relu,
             };
-            CaseSpec { op: Op::Mvm(p), input_shape: vec![a.batch, p.in_features], arch }
+            CaseSpec {
+                op: Op::Mvm(p),
+                input_shape: vec![a.batch, p.in_features],
+                arch,
+            }
         }
     })
 }
@@ -191,7 +209,9 @@ fn parse_pair(s: &str) -> Result<[usize; 2], String> {
     match numbers(&s.split(',').collect::<Vec<_>>())?[..] {
         [v] => Ok([v, v]),
         [h, w] => Ok([h, w]),
-        _ => Err(format!("{s:?}: expected one value or two (along H, along W)")),
+        _ => Err(format!(
+            "{s:?}: expected one value or two (along H, along W)"
+        )),
     }
 }
 
@@ -199,13 +219,19 @@ fn parse_padding(s: &str) -> Result<[usize; 4], String> {
     match numbers(&s.split(',').collect::<Vec<_>>())?[..] {
         [p] => Ok([p; 4]),
         [t, l, b, r] => Ok([t, l, b, r]),
-        _ => Err(format!("{s:?}: expected one value or four (top, left, bottom, right)")),
+        _ => Err(format!(
+            "{s:?}: expected one value or four (top, left, bottom, right)"
+        )),
     }
 }
 
 fn numbers(parts: &[&str]) -> Result<Vec<usize>, String> {
     parts
         .iter()
-        .map(|p| p.trim().parse::<usize>().map_err(|_| format!("{p:?} is not a non-negative integer")))
+        .map(|p| {
+            p.trim()
+                .parse::<usize>()
+                .map_err(|_| format!("{p:?} is not a non-negative integer"))
+        })
         .collect()
 }
