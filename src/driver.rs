@@ -143,7 +143,11 @@ pub fn check_case(case: &Case, cfg: &RunConfig) -> CaseResult {
         Ok(b) => b,
         Err(outcome) => return CaseResult { outcome, bundle: None, oracle: Some(oracle), machine_output: None },
     };
-    let (outcome, machine_output) = run_bundle(case, &bundle, &oracle, cfg);
+    // An interpreter panic is a bug of the tooling, not of the compiler under test.
+    let (outcome, machine_output) = match catch_unwind(AssertUnwindSafe(|| run_bundle(case, &bundle, &oracle, cfg))) {
+        Ok(r) => r,
+        Err(panic) => (Outcome::Poisoned { reason: format!("the interpreter panicked: {}", panic_text(&panic)) }, None),
+    };
     CaseResult { outcome, bundle: Some(bundle), oracle: Some(oracle), machine_output }
 }
 
@@ -234,17 +238,12 @@ pub fn run_bundle(case: &Case, bundle: &Bundle, oracle: &ArrayD<i32>, cfg: &RunC
             return (Outcome::Fault { report: fault.to_string(), opcode: fault.inst.opcode(), kind }, None);
         }
         RunOutcome::Deadlock(report) => {
-            let mut waits: Vec<String> = report
-                .blocked
-                .iter()
-                .map(|b| {
-                    let what = variant_name(&format!("{:?}", b.waiting)).to_lowercase();
-                    format!("{} waits ({what})", b.inst.opcode().mnemonic())
-                })
-                .collect();
-            waits.sort();
+            // The blocked opcodes, without core numbers or counts: `blocked at recv, send`.
+            let mut waits: Vec<&str> = report.blocked.iter().map(|b| b.inst.opcode().mnemonic()).collect();
+            waits.sort_unstable();
             waits.dedup();
-            return (Outcome::Deadlock { report: report.to_string(), waits: waits.join(", ") }, None);
+            let waits = format!("blocked at {}", waits.join(", "));
+            return (Outcome::Deadlock { report: report.to_string(), waits }, None);
         }
         RunOutcome::OutOfSteps { executed } => return (Outcome::OutOfSteps { executed }, None),
     }

@@ -30,8 +30,8 @@ pub enum Outcome {
     /// instruction, reason); `kind` is the fault kind's name (e.g. `LmemRange`).
     Fault { report: String, opcode: Opcode, kind: String },
     /// Every unfinished core blocked. `report` is the interpreter's per-core wait report;
-    /// `waits` an abstract summary of it (blocked opcodes and what they wait for), used in
-    /// the signature.
+    /// `waits` an abstract summary of it (`blocked at recv, send`: the blocked opcodes), used
+    /// in the signature.
     Deadlock { report: String, waits: String },
     /// The step budget ran out before the program finished (a limit, not a finding).
     OutOfSteps { executed: u64 },

@@ -158,3 +158,74 @@ fn report_of_an_injected_mismatch() {
     let result = check_case(&small.case, &cfg);
     insta::assert_snapshot!(render_report(&small.case, &result, &cfg));
 }
+
+#[test]
+fn mismatch_classes() {
+    use ndarray::{ArrayD, IxDyn};
+    use pimdiff::compare::compare;
+    let oracle = ArrayD::<i32>::zeros(IxDyn(&[2, 3, 4, 4]));
+    assert_eq!(compare(&oracle, &oracle), None);
+
+    // Border pixels of every channel and image.
+    let mut border = oracle.clone();
+    for n in 0..2 {
+        for k in 0..3 {
+            for i in 0..4 {
+                border[[n, k, 0, i]] = 1;
+                border[[n, k, i, 3]] = 1;
+            }
+        }
+    }
+    let m = compare(&oracle, &border).unwrap();
+    assert_eq!((m.differing, m.total), (2 * 3 * 7, 96));
+    assert_eq!(m.first[0], (vec![0, 0, 0, 0], 0, 1));
+    assert_eq!(m.first.len(), 8);
+    let sig = Outcome::Mismatch(m).signature().unwrap();
+    assert_eq!(sig.to_string(), "mismatch: channels all, pixels border only, batch all");
+
+    // One interior pixel of one channel of the second image.
+    let mut one = oracle.clone();
+    one[[1, 2, 1, 2]] = -5;
+    let m = compare(&oracle, &one).unwrap();
+    assert_eq!(m.first, vec![(vec![1, 2, 1, 2], 0, -5)]);
+    assert_eq!(
+        Outcome::Mismatch(m).signature().unwrap().to_string(),
+        "mismatch: channels some, pixels interior only, batch some"
+    );
+
+    // MVM: some features, all rows.
+    let o2 = ArrayD::<i32>::zeros(IxDyn(&[2, 5]));
+    let mut m2 = o2.clone();
+    m2[[0, 4]] = 1;
+    m2[[1, 4]] = 1;
+    assert_eq!(
+        Outcome::Mismatch(compare(&o2, &m2).unwrap()).signature().unwrap().to_string(),
+        "mismatch: channels some, pixels -, batch all"
+    );
+
+    // Another shape altogether.
+    let wrong = ArrayD::<i32>::zeros(IxDyn(&[2, 3, 4, 5]));
+    assert_eq!(Outcome::Mismatch(compare(&oracle, &wrong).unwrap()).signature().unwrap().to_string(), "mismatch: output shape");
+}
+
+#[test]
+fn outcome_kinds_and_findings() {
+    use pimdiff_isa::Opcode;
+    let cases = [
+        (Outcome::Pass, "pass", false),
+        (Outcome::Fault { report: "r".into(), opcode: Opcode::Ld, kind: "LmemRange".into() }, "fault", true),
+        (Outcome::Deadlock { report: "r".into(), waits: "blocked at recv".into() }, "deadlock", true),
+        (Outcome::OutOfSteps { executed: 9 }, "out-of-steps", false),
+        (Outcome::CompileError { message: "bad 12 in /tmp/x/core_3.json".into() }, "compile-error", true),
+        (Outcome::Unsupported { reason: "r".into() }, "unsupported", false),
+        (Outcome::Poisoned { reason: "r".into() }, "poisoned", false),
+    ];
+    for (o, kind, finding) in &cases {
+        assert_eq!(o.kind(), *kind);
+        assert_eq!(o.is_finding(), *finding, "{kind}");
+        assert_eq!(o.signature().is_some(), *finding, "{kind}");
+    }
+    assert_eq!(cases[1].0.signature().unwrap().to_string(), "fault: ld: LmemRange");
+    assert_eq!(cases[2].0.signature().unwrap().to_string(), "deadlock: blocked at recv");
+    assert_eq!(cases[4].0.signature().unwrap().to_string(), "compile-error: bad N in core_N.json");
+}
