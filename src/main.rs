@@ -32,6 +32,8 @@ enum Command {
     Replay(cli::replay::Args),
     /// Generate random cases and hunt for miscompilations.
     Hunt(cli::hunt::Args),
+    /// Turn a cargo-fuzz crash artifact into a minimized case directory.
+    FromFuzz(cli::from_fuzz::Args),
 }
 
 fn main() -> ExitCode {
@@ -52,6 +54,7 @@ fn main() -> ExitCode {
         Command::Repro(a) => cli::repro::main(a),
         Command::Replay(a) => cli::replay::main(a),
         Command::Hunt(a) => cli::hunt::main(a),
+        Command::FromFuzz(a) => cli::from_fuzz::main(a),
     };
     match result {
         Ok(code) => code,

@@ -19,6 +19,7 @@ pub fn exit(code: u8) -> ExitCode {
 
 pub mod asm;
 pub mod compile;
+pub mod from_fuzz;
 pub mod hunt;
 pub mod new_case;
 pub mod oracle;
