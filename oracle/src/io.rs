@@ -89,14 +89,16 @@ pub fn read_case(dir: &Path) -> Result<Case, CaseError> {
 /// Writes `case` as a new case directory `dir`, atomically.
 ///
 /// `dir` must not exist, or be an empty directory: an existing case is never overwritten
-/// ([`CaseError::AlreadyExists`]); use [`replace_case`] for that. On any error the temporary
-/// directory is removed and `dir` is untouched.
+/// ([`CaseError::AlreadyExists`]); use [`replace_case`] for that. Missing parent directories
+/// are created. On any error the temporary directory is removed and `dir` is untouched.
 pub fn write_case(case: &Case, dir: &Path) -> Result<(), CaseError> {
     if !is_absent_or_empty_dir(dir)? {
         return Err(CaseError::AlreadyExists {
             path: dir.to_path_buf(),
         });
     }
+    let parent = parent_of(dir);
+    fs::create_dir_all(parent).map_err(|e| CaseError::io(parent, e))?;
     let tmp = fill_temp_dir(case, dir)?;
     let renamed = fs::rename(&tmp, dir).map_err(|e| {
         let _ = fs::remove_dir_all(&tmp);

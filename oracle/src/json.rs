@@ -23,10 +23,16 @@ pub const FORMAT_VERSION: u64 = 1;
 /// Parses the text of `case.json`. Only the JSON structure and types are checked here; the
 /// values are checked by [`CaseSpec::validate`].
 pub(crate) fn spec_from_json(text: &str) -> Result<CaseSpec, CaseError> {
-    let root: Value = serde_json::from_str(text).map_err(|e| CaseError::Json {
-        line: e.line(),
-        column: e.column(),
-        message: e.to_string(),
+    let root: Value = serde_json::from_str(text).map_err(|e| {
+        // serde_json's message ends with the position, which the variant carries already.
+        let full = e.to_string();
+        let position = format!(" at line {} column {}", e.line(), e.column());
+        let message = full.strip_suffix(&position).unwrap_or(&full).to_string();
+        CaseError::Json {
+            line: e.line(),
+            column: e.column(),
+            message,
+        }
     })?;
     let root = object(&root, "(top level)")?;
     let format = required(root, "", "format")?;

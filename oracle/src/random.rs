@@ -1,7 +1,8 @@
 //! Random tensors for a spec: the starting point of `pimdiff new-case`.
 //!
 //! (The harness has its own generator with its own policies; this one is deliberately
-//! simple and stable: the same spec and seed give the same case in every version.)
+//! simple: the same spec and seed give the same case, as long as this crate and `rand` keep
+//! their versions.)
 
 use ndarray::{Array1, ArrayD, IxDyn};
 use rand::{Rng, SeedableRng};

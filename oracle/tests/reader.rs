@@ -160,6 +160,10 @@ fn json_syntax_error() {
     )
     .unwrap();
     let e = read_case(&dir).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "case.json: JSON syntax error at line 3, column 10: key must be a string"
+    );
     assert!(
         matches!(
             e,
@@ -649,4 +653,13 @@ fn reads_what_numpy_style_json_looks_like() {
         case.expected.unwrap(),
         ArrayD::from_elem(IxDyn(&[1, 7]), 40)
     );
+}
+
+#[test]
+fn writer_creates_missing_parents() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("corpus").join("finding-1");
+    let case = random_tensors(&spec(), 3).unwrap();
+    write_case(&case, &dir).unwrap();
+    assert_eq!(read_case(&dir).unwrap(), case);
 }
