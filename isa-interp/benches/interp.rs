@@ -1,0 +1,108 @@
+//! Interpreter speed (issue 2 §6), a plain `main` so the figures print as the issue asks:
+//!
+//! - `mvmul`: a 128 × 128 group, 8-bit inputs and weights, 32-bit outputs, on one core, in
+//!   multiply-accumulates per second (the whole instruction: reading inputs, the product,
+//!   writing and wrapping outputs);
+//! - every PIMCOMP-NN program in `shared/external/pimcomp` (skipped when absent): load time,
+//!   run time and instructions per second with zero cells and the default architecture.
+//!
+//! `cargo bench -p pimdiff-isa --bench interp [-- FILTER]` (FILTER: `mvmul`, or part of a
+//! program name).
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use ndarray::Array3;
+use pimdiff_isa::machine::{Machine, MachineOptions, RunOutcome};
+use pimdiff_isa::xbar::{ArrayGroup, CoreCrossbars};
+use pimdiff_isa::{Arch, CrossbarExport, GroupSpec, Inst, Program, Reg, Width};
+use rand::{Rng, SeedableRng};
+
+fn main() {
+    let filter: Option<String> = std::env::args().skip(1).find(|a| !a.starts_with("--"));
+    let wants = |name: &str| filter.as_deref().is_none_or(|f| name.contains(f));
+    if wants("mvmul") {
+        bench_mvmul();
+    }
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/external/pimcomp");
+    if !dir.is_dir() {
+        println!("PIMCOMP-NN programs: skipped ({} is absent)", dir.display());
+        return;
+    }
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .expect("read pimcomp dir")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            let n = p.file_name().unwrap().to_string_lossy();
+            n.ends_with(".json.gz") && !n.contains("-verification") && !n.contains("-agmap")
+        })
+        .collect();
+    files.sort();
+    for f in files {
+        let name = f.file_name().unwrap().to_string_lossy().into_owned();
+        if wants(&name) {
+            bench_program(&f, &name);
+        }
+    }
+}
+
+fn r(i: u32) -> Reg {
+    Reg::new(i).unwrap()
+}
+
+fn bench_mvmul() {
+    let (rows, cols, n) = (128u32, 128u32, 4000usize);
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(1);
+    let cells = Array3::from_shape_fn((1, rows as usize, cols as usize), |_| rng.random_range(-128..=127));
+    let mut export = CrossbarExport::default();
+    export.cores.insert(0, CoreCrossbars { mbiw: 8, cells, groups: vec![ArrayGroup { group: 0, arrays: vec![0], rows, cols }] });
+    let mut insts = vec![
+        Inst::Setbw { ibiw: Width::W8, obiw: Width::W32 },
+        Inst::Sldi { rd: r(1), imm: 0 },
+        Inst::Sldi { rd: r(3), imm: 1024 },
+    ];
+    insts.extend(std::iter::repeat_n(Inst::Mvmul { rd: r(3), rs1: r(1), mbiw: Width::W8, relu: false, group: 0 }, n));
+    let program = Program { cores: vec![insts], groups: GroupSpec::ExportOnly, ..Default::default() };
+    let arch = Arch { cores: 1, arrays_per_core: 1, array_rows: rows, array_cols: cols, ..Arch::with_defaults(1) };
+    let input: Vec<u8> = (0..rows).map(|_| rng.random::<u8>()).collect();
+    let mut best = f64::INFINITY;
+    for _ in 0..5 {
+        let mut m = Machine::new(&program, &export, arch, MachineOptions::default()).unwrap();
+        m.write_lmem(0, 0, &input).unwrap();
+        let t = Instant::now();
+        assert_eq!(m.run(), RunOutcome::Finished);
+        best = best.min(t.elapsed().as_secs_f64());
+    }
+    let macs = n as f64 * rows as f64 * cols as f64;
+    println!(
+        "mvmul 128x128, 8-bit in/weights, 32-bit out: {n} instructions in {:.4} s = {:.2} G MAC/s ({:.2} µs per mvmul; best of 5)",
+        best,
+        macs / best / 1e9,
+        best / n as f64 * 1e6
+    );
+}
+
+fn bench_program(path: &Path, name: &str) {
+    let t = Instant::now();
+    let program = match pimdiff_isa::formats::load_program(path) {
+        Ok(p) => p,
+        Err(e) => {
+            println!("{name}: cannot load: {e}");
+            return;
+        }
+    };
+    let load = t.elapsed().as_secs_f64();
+    let arch = Arch::resolve(&program.arch, program.cores.len() as u32, &Default::default());
+    let t = Instant::now();
+    let mut m = Machine::new(&program, &CrossbarExport::default(), arch, MachineOptions::default()).unwrap();
+    let outcome = m.run();
+    let run = t.elapsed().as_secs_f64();
+    let n = m.stats().instructions;
+    println!(
+        "{name}: {} cores, {n} instructions, load {load:.2} s, run {run:.2} s ({:.1} M instructions/s), total {:.2} s, {}",
+        program.cores.len(),
+        n as f64 / run / 1e6,
+        load + run,
+        outcome.kind()
+    );
+}
