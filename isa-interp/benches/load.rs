@@ -1,9 +1,11 @@
 //! Load time of the ten PIMCOMP-NN programs in `shared/external/pimcomp/`.
 //!
-//! `cargo bench -p pimdiff-isa --bench load` prints, per program: cores, instructions,
-//! decompressed JSON size, and the time of `formats::load_program` (gzip detection,
-//! decompression and the streaming parse), wall and CPU. `PIMDIFF_PIMCOMP_DIR` overrides the folder. Set `PIMDIFF_LOAD_SPLIT=1` to also time the
-//! decompression alone and the parse alone, and the streaming `read_json` over a gzip reader.
+//! `cargo bench -p pimdiff-isa --bench load [-- NAME-FILTER]` prints, per program: cores,
+//! instructions, decompressed JSON size, and the time of `formats::load_program` (gzip
+//! detection, decompression and the parallel parse), wall and CPU. `PIMDIFF_PIMCOMP_DIR`
+//! overrides the folder. `PIMDIFF_LOAD_SPLIT=1` also times the decompression alone, the parse
+//! alone, the streaming `read_json` over a gzip reader, and our assembly text's `print` and
+//! `parse` of the same program.
 //! A program that fails to load is reported and makes the benchmark exit non-zero.
 
 use std::path::{Path, PathBuf};
@@ -42,7 +44,7 @@ fn main() -> ExitCode {
         "CPU s",
         "Minst/s",
         if split {
-            "   gunzip s (CPU)  parse s (CPU)  stream s"
+            "   gunzip s (CPU)  parse s (CPU)  stream s print s  asm s"
         } else {
             ""
         }
@@ -93,8 +95,17 @@ fn main() -> ExitCode {
                 let p3 =
                     json::read_json(flate2::read::MultiGzDecoder::new(&raw[..])).expect("stream");
                 let stream_s = t.elapsed().as_secs_f64();
-                assert!(p2 == program && p3 == program);
-                print!("   {gunzip_s:>8.3} ({gunzip_cpu:.2})  {parse_s:>7.3} ({parse_cpu:.2}) {stream_s:>9.3}");
+                let t = Instant::now();
+                let text = pimdiff_isa::formats::asm::print(&program);
+                let print_s = t.elapsed().as_secs_f64();
+                let t = Instant::now();
+                let p4 = pimdiff_isa::formats::asm::parse(&text).expect("asm parse");
+                let asm_s = t.elapsed().as_secs_f64();
+                assert!(p2 == program && p3 == program && p4 == program);
+                print!(
+                    "   {gunzip_s:>8.3} ({gunzip_cpu:.2})  {parse_s:>7.3} ({parse_cpu:.2}) {stream_s:>9.3} \
+                     {print_s:>7.3} {asm_s:>7.3}"
+                );
             }
             println!();
         }

@@ -176,7 +176,7 @@ fn missing_fields_and_wrong_types() {
     inst_err(
         r#"{"op": "ld", "rd": 0, "rs1": 1, "size": 4, "offset": 3}"#,
         Some(Opcode::Ld),
-        Some("offset.offset_value"),
+        Some("offset"),
         FieldProblem::WrongType {
             expected: "an offset object",
             found: "an integer",

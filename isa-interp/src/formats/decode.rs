@@ -57,9 +57,11 @@ pub(crate) enum Field {
     NestedSelect,
     /// `offset.offset_value`.
     NestedValue,
+    /// The `offset` object as a whole (named in errors only; never stored).
+    Offset,
 }
 
-pub(crate) const FIELD_COUNT: usize = Field::NestedValue as usize + 1;
+pub(crate) const FIELD_COUNT: usize = Field::Offset as usize + 1;
 
 impl Field {
     pub(crate) fn name(self) -> &'static str {
@@ -81,6 +83,7 @@ impl Field {
             Field::WaitValue => "wait_value",
             Field::NestedSelect => "offset.offset_select",
             Field::NestedValue => "offset.offset_value",
+            Field::Offset => "offset",
         }
     }
 
@@ -491,7 +494,7 @@ impl Fields<'_> {
     fn check_offset_object(&self) -> R<()> {
         match self.0.offset_wrong_type {
             Some(found) => Err((
-                Field::NestedValue,
+                Field::Offset,
                 FieldProblem::WrongType {
                     expected: "an offset object",
                     found,

@@ -63,13 +63,14 @@ pub fn load_bytes(bytes: &[u8]) -> Result<Program, LoadError> {
 }
 
 /// Decompress a whole gzip file (all members). The trailer's size field (the size modulo
-/// 2^32) sizes the buffer up front, which saves the copies of a growing vector.
+/// 2^32) sizes the buffer up front, which saves the copies of a growing vector; it is capped
+/// by deflate's best ratio (about 1032:1) so that a forged trailer cannot reserve gigabytes.
 pub fn gunzip(bytes: &[u8]) -> Result<Vec<u8>, LoadError> {
     let hint = match bytes.len() {
         n if n >= 18 => u32::from_le_bytes(bytes[n - 4..].try_into().unwrap_or([0; 4])) as usize,
         _ => 0,
     };
-    let mut out = Vec::with_capacity(hint.saturating_add(1));
+    let mut out = Vec::with_capacity(hint.min(bytes.len().saturating_mul(1032)).saturating_add(1));
     flate2::read::MultiGzDecoder::new(bytes)
         .read_to_end(&mut out)
         .map_err(|e| LoadError::new(LoadErrorKind::Io(e)))?;
