@@ -390,3 +390,45 @@ fn large_texts_take_the_parallel_path_with_the_same_result() {
     assert!(text.len() > 8 << 20, "{}", text.len());
     assert_eq!(json::read_json_slice(&text).unwrap(), p);
 }
+
+/// Apply `edits` (position, byte; a zero byte deletes) to `text`.
+fn mutate(mut text: Vec<u8>, edits: &[(usize, u8)]) -> Vec<u8> {
+    for &(pos, byte) in edits {
+        if text.is_empty() {
+            break;
+        }
+        let pos = pos % text.len();
+        match byte {
+            0 => {
+                text.remove(pos);
+            }
+            b if b % 2 == 0 => text[pos] = b,
+            b => text.insert(pos, b),
+        }
+    }
+    text
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    /// Damaged JSON and text never panic a reader: they load (to a program that writes back
+    /// and reads again identically) or give an error.
+    #[test]
+    fn damaged_inputs_never_panic(
+        p in gen::arb_program(3, 8),
+        edits in proptest::collection::vec((any::<usize>(), any::<u8>()), 1..6),
+        gz in any::<bool>(),
+    ) {
+        for text in [to_json(&p), asm::print(&p).into_bytes()] {
+            let damaged = mutate(text, &edits);
+            let bytes = if gz { gzip(&damaged) } else { damaged.clone() };
+            if let Ok(q) = formats::load_bytes(&bytes) {
+                prop_assert_eq!(json::read_json_slice(&to_json(&q)).unwrap(), q.clone());
+                prop_assert_eq!(asm::parse(&asm::print(&q)).unwrap(), q);
+            }
+            let _ = json::read_json(damaged.as_slice());
+            let _ = asm::parse(&String::from_utf8_lossy(&damaged));
+        }
+    }
+}
