@@ -3,7 +3,7 @@
 //!
 //! These types are the vocabulary shared by the generator, the compiler, the oracle and
 //! the corpus. A [`Case`] value is always *valid* (shapes agree, sizes within
-//! [`limits`](crate::limits)); the reader and [`Case::new`] are the only ways to build one
+//! [`limits`]); the reader and [`Case::new`] are the only ways to build one
 //! from untrusted parts.
 
 use ndarray::{Array1, ArrayD};
@@ -111,7 +111,7 @@ impl Conv2d {
     }
 
     /// Checks the operator on its own: every size at least 1 and within
-    /// [`limits`](crate::limits), `groups` dividing both channel counts. Field names in the
+    /// [`limits`], `groups` dividing both channel counts. Field names in the
     /// errors are those of `case.json` (`op.kernel[0]`, ...).
     pub fn validate(&self) -> Result<(), CaseError> {
         dim("op.in_channels", self.in_channels)?;
@@ -193,7 +193,7 @@ impl Op {
 }
 
 impl CaseArch {
-    /// Checks every field: at least 1 and within [`limits`](crate::limits), including the
+    /// Checks every field: at least 1 and within [`limits`], including the
     /// chip-wide totals of local memory and crossbar cells.
     pub fn validate(&self) -> Result<(), CaseError> {
         let fields = [
@@ -252,7 +252,7 @@ impl CaseArch {
 impl CaseSpec {
     /// Checks everything `case.json` can get wrong on its own: zero sizes, `groups`,
     /// `input_shape` against the operator, an output below 1, the architecture, and every
-    /// [`limits`](crate::limits) bound (dimensions, element counts of input, weight and
+    /// [`limits`] bound (dimensions, element counts of input, weight and
     /// output, total multiply-accumulates).
     pub fn validate(&self) -> Result<(), CaseError> {
         validate_operator(&self.op, &self.input_shape)?;

@@ -7,7 +7,7 @@
 //! Every product of an int8 input and an int8 weight lies in `[-16256, 16384]`
 //! (`-128·-128 = 16384` is the largest magnitude), so it is exact in i16 and its
 //! sign-extension to i32 is exact. Products are summed in i32 over at most
-//! [`R_CHUNK`] = 2^16 terms, so a partial sum's magnitude is at most `2^14 · 2^16 = 2^30 <
+//! `R_CHUNK` = 2^16 terms, so a partial sum's magnitude is at most `2^14 · 2^16 = 2^30 <
 //! 2^31`: no i32 overflow. Partial sums of longer reductions are added in i64, whose range
 //! (2^63) exceeds `2^14 · MAX_WEIGHT_ELEMENTS = 2^38` by far. The bias is added in i64 and the
 //! result checked against the int32 range before ReLU. So the fast path computes the exact

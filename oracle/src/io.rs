@@ -2,7 +2,7 @@
 //!
 //! Reading checks everything the format's "rules for readers" list, in this order, and stops
 //! at the first problem: `case.json` (size, JSON syntax, `format`, fields and their types,
-//! values and [`limits`](crate::limits)); then each tensor's header (magic, dtype, shape
+//! values and [`limits`]); then each tensor's header (magic, dtype, shape
 //! against `case.json`) before any of its data is read; then the exact result's int32 range.
 //! Files other than the five known names are ignored.
 //!

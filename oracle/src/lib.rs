@@ -1,18 +1,33 @@
 //! The exact integer reference for conv2d and MVM, and the on-disk case format
 //! (`shared/docs/case-format.md`).
 //!
-//! - [`conv2d`], [`mvm`]: the fast reference the harness compares against;
+//! - [`conv2d`], [`mvm()`]: the fast reference the harness compares against;
 //!   [`conv2d_direct`], [`mvm_direct`]: the same operators as plain loops, kept only to check
 //!   the fast ones (proptest, `tests/agree.rs`). All four compute the mathematically exact
 //!   value (int8 × int8 products, sums without loss, int32 bias) and refuse with
 //!   [`OracleError::Overflow`] a value before ReLU that does not fit int32.
-//! - [`reference`]: the fast reference of a whole [`Case`].
+//! - [`reference()`]: the fast reference of a whole [`Case`].
 //! - [`Case`], [`CaseSpec`], ...: the case in memory; [`io::read_case`] and
 //!   [`io::write_case`]: the case directory on disk; [`limits`]: the documented size bounds.
 //! - [`random_tensors`]: a random valid case for a spec (for `pimdiff new-case`).
 //!
 //! A `Case` built by [`Case::new`] or [`io::read_case`] is valid: its shapes agree with its
 //! spec, its sizes are within the limits, and its exact result fits int32.
+//!
+//! # Decisions where `case-format.md` leaves room
+//!
+//! - Every `case.json` field is required (no defaults), and unknown fields are refused with
+//!   their name: a misspelt field must not silently become a default.
+//! - The int32 range is checked on the value *before* ReLU (sum plus bias), not only on the
+//!   final output: every lowering computes that value in int32, so a case whose pre-ReLU value
+//!   overflows could only produce false findings.
+//! - int8 tensors may be `<i1` or `|i1` (also `i1`, `>i1`: the same bytes); int32 tensors must
+//!   be `<i4`. Column-major (`fortran_order: True`) files are read correctly. Data shorter or
+//!   longer than the header's shape is refused.
+//! - `bias.npy` present while `op.bias` is false is refused, as the format says "absent
+//!   otherwise". Files other than the five known names are ignored.
+//! - [`io::write_case`] refuses to overwrite a non-empty directory; [`io::replace_case`]
+//!   replaces one (rename aside, rename in, delete).
 
 pub mod case;
 pub mod conv;

@@ -91,7 +91,7 @@ fn check(
     Ok((input.nrows(), p.in_features, p.out_features))
 }
 
-/// `Σ x[i]·w[i]` for at most [`R_CHUNK`] terms: exact in i32 (products fit i16).
+/// `Σ x[i]·w[i]` for at most `R_CHUNK` terms: exact in i32 (products fit i16).
 fn dot(x: &[i16], w: &[i16]) -> i32 {
     x.iter()
         .zip(w)
