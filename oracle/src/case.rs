@@ -353,12 +353,7 @@ impl Case {
         spec.validate()?;
         check_shape(INPUT_NPY, &spec.input_shape, self.input.shape())?;
         check_shape(WEIGHT_NPY, &spec.weight_shape(), self.weight.shape())?;
-        match (spec.bias_len(), &self.bias) {
-            (Some(len), Some(b)) => check_shape(BIAS_NPY, &[len], b.shape())?,
-            (None, None) => {}
-            (Some(_), None) => return Err(CaseError::BiasMismatch { op_bias: true }),
-            (None, Some(_)) => return Err(CaseError::BiasMismatch { op_bias: false }),
-        }
+        check_bias(spec.bias_len(), self.bias.as_ref().map(|b| b.shape()))?;
         if let Some(e) = &self.expected {
             check_shape(EXPECTED_NPY, &spec.output_shape(), e.shape())?;
         }
@@ -532,6 +527,17 @@ fn window_param(field: &str, value: usize, positive: bool) -> Result<(), CaseErr
         limits::MAX_WINDOW_PARAM as u128,
         "MAX_WINDOW_PARAM",
     )
+}
+
+/// `bias` (its shape) is present exactly when the operator has a bias of length `len`.
+pub(crate) fn check_bias(len: Option<usize>, bias: Option<&[usize]>) -> Result<(), CaseError> {
+    match (len, bias) {
+        (Some(len), Some(shape)) => check_shape(BIAS_NPY, &[len], shape),
+        (None, None) => Ok(()),
+        (len, _) => Err(CaseError::BiasMismatch {
+            op_bias: len.is_some(),
+        }),
+    }
 }
 
 pub(crate) fn check_shape(

@@ -5,8 +5,8 @@
 
 use ndarray::{Array2, ArrayView1, ArrayView2};
 
-use crate::case::{check_shape, validate_operator, Mvm, Op};
-use crate::error::{CaseError, OracleError, BIAS_NPY, WEIGHT_NPY};
+use crate::case::{check_bias, check_shape, validate_operator, Mvm, Op};
+use crate::error::{CaseError, OracleError, WEIGHT_NPY};
 
 /// Reduction length summed in i32 before moving to i64 (`2^14 · 2^16 = 2^30 < 2^31`).
 const R_CHUNK: usize = 1 << 16;
@@ -83,11 +83,7 @@ fn check(
 ) -> Result<(usize, usize, usize), CaseError> {
     validate_operator(&Op::Mvm(*p), input.shape())?;
     check_shape(WEIGHT_NPY, &[p.out_features, p.in_features], weight.shape())?;
-    match (p.bias, bias) {
-        (true, Some(b)) => check_shape(BIAS_NPY, &[p.out_features], b.shape())?,
-        (false, None) => {}
-        (op_bias, _) => return Err(CaseError::BiasMismatch { op_bias }),
-    }
+    check_bias(p.bias.then_some(p.out_features), bias.map(|b| b.shape()))?;
     Ok((input.nrows(), p.in_features, p.out_features))
 }
 
