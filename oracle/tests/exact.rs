@@ -1,10 +1,13 @@
 //! Hand-computed results: every expected array below was worked out on paper from the
 //! definition, and both implementations must produce it exactly.
 
+mod common;
+
+use common::arch;
 use ndarray::{arr1, arr2, Array, Array1, Array2, Array4, ArrayD, IxDyn};
 use pimdiff_oracle::{
-    conv2d, conv2d_direct, mvm, mvm_direct, reference, Case, CaseArch, CaseError, CaseSpec, Conv2d,
-    Mvm, Op, OracleError,
+    conv2d, conv2d_direct, mvm, mvm_direct, reference, Case, CaseError, CaseSpec, Conv2d, Mvm, Op,
+    OracleError,
 };
 
 fn conv(
@@ -320,14 +323,4 @@ fn reference_dispatches_and_keeps_nchw() {
     assert_eq!(out[[0, 0, 4, 4]], 84);
     // Channel 1 is minus the identity.
     assert_eq!(out[[0, 1, 2, 3]], -13);
-}
-
-fn arch() -> CaseArch {
-    CaseArch {
-        cores: 4,
-        arrays_per_core: 8,
-        array_rows: 16,
-        array_cols: 16,
-        local_memory_bytes: 262144,
-    }
 }

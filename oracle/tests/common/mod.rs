@@ -1,4 +1,7 @@
-//! Strategies shared by the property tests.
+//! Strategies and fixtures shared by the integration tests.
+
+// Each test crate uses a part of this module.
+#![allow(dead_code)]
 
 use pimdiff_oracle::{CaseArch, CaseSpec, Conv2d, Mvm, Op};
 use proptest::prelude::*;
