@@ -22,7 +22,8 @@ fn encode(v: i128, bits: u32, bytes: usize) -> Vec<u8> {
 
 fn mvmul_case() -> impl Strategy<Value = (u32, u32, u32, Vec<i32>, Vec<i64>, u32, u32, bool)> {
     // (rows, array_cols, arrays in group, cells, inputs, ibiw, obiw, relu)
-    (1u32..=6, 1u32..=5, 1u32..=3, 1u32..=32, 1u32..=32, any::<bool>(), 0u32..4).prop_flat_map(
+    // Wide groups (up to 240 columns) exercise the 64- and 8-column SIMD blocks and the tail.
+    (1u32..=9, prop_oneof![1u32..=5, 60u32..=80], 1u32..=3, 1u32..=32, 1u32..=32, any::<bool>(), 0u32..4).prop_flat_map(
         |(rows, ac, n, ibiw, obiw, relu, wscale)| {
             let cells = match wscale {
                 0 => prop::collection::vec(-128i32..=127, (3 * rows * ac) as usize).boxed(),
@@ -41,7 +42,7 @@ fn mvmul_case() -> impl Strategy<Value = (u32, u32, u32, Vec<i32>, Vec<i64>, u32
 proptest! {
     #[test]
     fn mvmul_matches_a_naive_exact_product((rows, ac, n, cells, xs, ibiw, obiw, relu) in mvmul_case()) {
-        let arch = Arch { cores: 1, arrays_per_core: 3, array_rows: rows, array_cols: ac, local_memory_bytes: 1024, mesh_rows: 1, mesh_cols: 1, frac_bits: 0 };
+        let arch = Arch { cores: 1, arrays_per_core: 3, array_rows: rows, array_cols: ac, local_memory_bytes: 2048, mesh_rows: 1, mesh_cols: 1, frac_bits: 0 };
         let cells = Array3::from_shape_vec((3, rows as usize, ac as usize), cells).unwrap();
         let arrays: Vec<u32> = (0..n).map(|k| (k + 1) % 3).collect();
         let cols = n * ac;
@@ -50,7 +51,7 @@ proptest! {
         let ib = Width::new(ibiw).unwrap().bytes() as usize;
         let ob = Width::new(obiw).unwrap().bytes() as usize;
         let input: Vec<u8> = xs.iter().flat_map(|&v| encode(v as i128, ibiw, ib)).collect();
-        let insts = vec![setbw(ibiw, obiw), sldi(1, 0), sldi(3, 512), Inst::Mvmul { rd: r(3), rs1: r(1), mbiw: w(32), relu, group: 9 }];
+        let insts = vec![setbw(ibiw, obiw), sldi(1, 0), sldi(3, 1024), Inst::Mvmul { rd: r(3), rs1: r(1), mbiw: w(32), relu, group: 9 }];
         let mut expect = Vec::new();
         for j in 0..cols as usize {
             let mut y: i128 = 0;
@@ -60,7 +61,7 @@ proptest! {
             if relu { y = y.max(0); }
             expect.extend(encode(y, obiw, ob));
         }
-        check_lmem_arch(arch, insts, &x, &[(0, &input)], &[(512, &expect)]);
+        check_lmem_arch(arch, insts, &x, &[(0, &input)], &[(1024, &expect)]);
     }
 }
 

@@ -20,37 +20,62 @@ use super::CellFill;
 use crate::program::{Arch, GroupSpec};
 use crate::xbar::CoreCrossbars;
 
-/// Dense weights in the narrowest type that holds every value.
+/// Dense weights. Weights that fit 16 bits are stored *pair-interleaved*: rows `2p` and
+/// `2p + 1` of column `j` sit next to each other (`v[(p·stride + j)·2 + (r & 1)]`, an odd last
+/// row padded with zeros), which is the operand layout of the x86 `pmaddwd` instruction (16
+/// multiply-accumulates per AVX2 instruction); wider weights are plain row-major `i32`.
 pub(crate) enum Weights {
-    I8(Vec<i8>),
-    I16(Vec<i16>),
+    Pairs(Vec<i16>),
     I32(Vec<i32>),
 }
 
-impl Weights {
-    fn from_i32(values: Vec<i32>, min: i32, max: i32) -> Weights {
-        if min >= i8::MIN as i32 && max <= i8::MAX as i32 {
-            Weights::I8(values.into_iter().map(|v| v as i8).collect())
-        } else if min >= i16::MIN as i32 && max <= i16::MAX as i32 {
-            Weights::I16(values.into_iter().map(|v| v as i16).collect())
-        } else {
-            Weights::I32(values)
-        }
-    }
-
-    fn get(&self, i: usize) -> i32 {
-        match self {
-            Weights::I8(v) => v[i] as i32,
-            Weights::I16(v) => v[i] as i32,
-            Weights::I32(v) => v[i],
-        }
-    }
-}
-
-/// A row-major matrix with `stride` weights per row.
+/// A matrix of `rows` rows with `stride` columns per row.
 pub(crate) struct Dense {
     stride: usize,
     weights: Weights,
+}
+
+impl Dense {
+    /// Builds from row-major values.
+    fn from_row_major(rows: usize, stride: usize, values: Vec<i32>, min: i32, max: i32) -> Dense {
+        if min >= i16::MIN as i32 && max <= i16::MAX as i32 {
+            let mut pairs = vec![0i16; rows.div_ceil(2) * stride * 2];
+            for r in 0..rows {
+                for j in 0..stride {
+                    pairs[pair_index(stride, r, j)] = values[r * stride + j] as i16;
+                }
+            }
+            Dense { stride, weights: Weights::Pairs(pairs) }
+        } else {
+            Dense { stride, weights: Weights::I32(values) }
+        }
+    }
+
+    #[inline]
+    fn get(&self, r: usize, j: usize) -> i32 {
+        match &self.weights {
+            Weights::Pairs(v) => v[pair_index(self.stride, r, j)] as i32,
+            Weights::I32(v) => v[r * self.stride + j],
+        }
+    }
+
+    /// Row `r`, columns `col0..col0 + cols`, in order.
+    #[inline]
+    fn row(&self, r: usize, col0: usize, cols: usize) -> impl Iterator<Item = i32> + '_ {
+        let (pairs, wide) = match &self.weights {
+            Weights::Pairs(v) => {
+                let start = pair_index(self.stride, r, col0);
+                (Some(v[start..start + 2 * cols - 1].iter().step_by(2).map(|&w| w as i32)), None)
+            }
+            Weights::I32(v) => (None, Some(v[r * self.stride + col0..r * self.stride + col0 + cols].iter().copied())),
+        };
+        pairs.into_iter().flatten().chain(wide.into_iter().flatten())
+    }
+}
+
+#[inline(always)]
+fn pair_index(stride: usize, r: usize, j: usize) -> usize {
+    ((r / 2) * stride + j) * 2 + (r & 1)
 }
 
 /// One export group, materialised.
@@ -233,7 +258,7 @@ fn build_export(core: u32, x: &CoreCrossbars, arch: &Arch) -> Result<HashMap<u32
         let group = ExportGroup {
             rows: g.rows,
             cols: g.cols,
-            dense: Dense { stride: cols, weights: Weights::from_i32(values, min, max) },
+            dense: Dense::from_row_major(rows, cols, values, min, max),
             min,
             max,
         };
@@ -256,21 +281,21 @@ fn build_synth(core: u32, arch: &Arch, fill: CellFill) -> Synth {
             let stride = arrays * ac;
             let mut rng = ChaCha8Rng::seed_from_u64(seed);
             rng.set_stream(core as u64);
-            let mut cells = vec![0i8; rows * stride];
+            let mut cells = vec![0i16; rows.div_ceil(2) * stride * 2];
             let mut buf = vec![0u8; ac];
             let (mut array_min, mut array_max) = (vec![0; arrays], vec![0; arrays]);
             for a in 0..arrays {
                 for r in 0..rows {
                     rng.fill_bytes(&mut buf);
-                    let row = &mut cells[r * stride + a * ac..r * stride + (a + 1) * ac];
-                    for (dst, &b) in row.iter_mut().zip(&buf) {
-                        *dst = b as i8;
-                        array_min[a] = array_min[a].min(b as i8 as i32);
-                        array_max[a] = array_max[a].max(b as i8 as i32);
+                    for (c, &b) in buf.iter().enumerate() {
+                        let v = b as i8;
+                        cells[pair_index(stride, r, a * ac + c)] = v as i16;
+                        array_min[a] = array_min[a].min(v as i32);
+                        array_max[a] = array_max[a].max(v as i32);
                     }
                 }
             }
-            Synth { dense: Some(Dense { stride, weights: Weights::I8(cells) }), array_min, array_max }
+            Synth { dense: Some(Dense { stride, weights: Weights::Pairs(cells) }), array_min, array_max }
         }
     }
 }
@@ -281,7 +306,7 @@ impl GroupView<'_> {
         let dense = self.dense?;
         for r in 0..self.rows as usize {
             for j in 0..self.cols as usize {
-                let v = dense.weights.get(r * dense.stride + self.col0 + j);
+                let v = dense.get(r, self.col0 + j);
                 if v < lo || v > hi {
                     return Some((r as u32, j as u32, v));
                 }
@@ -331,85 +356,123 @@ pub(crate) fn mvmul<'s>(view: &GroupView<'_>, scratch: &'s mut MvmulScratch) -> 
     let xmax = x.iter().map(|v| v.unsigned_abs() as u128).max().unwrap_or(0);
     let wmax = (view.min.unsigned_abs().max(view.max.unsigned_abs())) as u128;
     let bound = xmax * wmax * x.len() as u128;
-    let (stride, col0) = (dense.stride, view.col0);
+    let col0 = view.col0;
     if bound <= i32::MAX as u128 {
         scratch.a32.clear();
         scratch.a32.resize(cols, 0);
-        let acc = &mut scratch.a32[..];
         match &dense.weights {
-            Weights::I8(w) => dispatch_i32(x, w, stride, col0, acc),
-            Weights::I16(w) => dispatch_i32(x, w, stride, col0, acc),
-            Weights::I32(w) => dispatch_i32(x, w, stride, col0, acc),
+            Weights::Pairs(w) if xmax <= i16::MAX as u128 => {
+                pairs_i32(x, w, dense.stride, col0, &mut scratch.a32);
+            }
+            _ => {
+                for (i, &xi) in x.iter().enumerate() {
+                    if xi != 0 {
+                        for (a, wv) in scratch.a32.iter_mut().zip(dense.row(i, col0, cols)) {
+                            *a = a.wrapping_add(xi.wrapping_mul(wv));
+                        }
+                    }
+                }
+            }
         }
         Acc::I32(&scratch.a32)
     } else if bound <= i64::MAX as u128 {
         scratch.a64.clear();
         scratch.a64.resize(cols, 0);
-        let acc = &mut scratch.a64[..];
-        match &dense.weights {
-            Weights::I8(w) => kernel_i64(x, w, stride, col0, acc),
-            Weights::I16(w) => kernel_i64(x, w, stride, col0, acc),
-            Weights::I32(w) => kernel_i64(x, w, stride, col0, acc),
+        for (i, &xi) in x.iter().enumerate() {
+            if xi != 0 {
+                for (a, wv) in scratch.a64.iter_mut().zip(dense.row(i, col0, cols)) {
+                    *a = a.wrapping_add(xi as i64 * wv as i64);
+                }
+            }
         }
         Acc::I64(&scratch.a64)
     } else {
         scratch.a128.clear();
         scratch.a128.resize(cols, 0);
         for (i, &xi) in x.iter().enumerate() {
-            if xi == 0 {
-                continue;
-            }
-            for (j, a) in scratch.a128.iter_mut().enumerate() {
-                *a += xi as i128 * dense.weights.get(i * stride + col0 + j) as i128;
+            if xi != 0 {
+                for (a, wv) in scratch.a128.iter_mut().zip(dense.row(i, col0, cols)) {
+                    *a += xi as i128 * wv as i128;
+                }
             }
         }
         Acc::I128(&scratch.a128)
     }
 }
 
-/// The `i32` accumulation, proven not to overflow by the caller; AVX2 when the CPU has it
-/// (the default x86-64 target only assumes SSE2, which lacks a 32-bit vector multiply).
-fn dispatch_i32<W: Copy + Into<i32>>(x: &[i32], w: &[W], stride: usize, col0: usize, acc: &mut [i32]) {
+/// The `i32` fast path over pair-interleaved 16-bit weights with 16-bit inputs; the caller
+/// proved that no partial sum overflows. AVX2 (`vpmaddwd`) when the CPU has it: the default
+/// x86-64 target only assumes SSE2.
+fn pairs_i32(x: &[i32], w: &[i16], stride: usize, col0: usize, acc: &mut [i32]) {
     #[cfg(target_arch = "x86_64")]
     {
         if std::is_x86_feature_detected!("avx2") {
             // SAFETY: the CPU supports AVX2 (checked just above).
-            unsafe { kernel_i32_avx2(x, w, stride, col0, acc) };
+            unsafe { avx2::pairs_i32(x, w, stride, col0, acc) };
             return;
         }
     }
-    kernel_i32(x, w, stride, col0, acc)
+    pairs_i32_scalar(x, w, stride, col0, acc, 0)
 }
 
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn kernel_i32_avx2<W: Copy + Into<i32>>(x: &[i32], w: &[W], stride: usize, col0: usize, acc: &mut [i32]) {
-    kernel_i32(x, w, stride, col0, acc)
-}
-
+/// Columns `from..` of [`pairs_i32`], portable.
 #[inline(always)]
-fn kernel_i32<W: Copy + Into<i32>>(x: &[i32], w: &[W], stride: usize, col0: usize, acc: &mut [i32]) {
+fn pairs_i32_scalar(x: &[i32], w: &[i16], stride: usize, col0: usize, acc: &mut [i32], from: usize) {
     let cols = acc.len();
-    for (i, &xi) in x.iter().enumerate() {
-        if xi == 0 {
+    for p in 0..x.len().div_ceil(2) {
+        let x0 = x[2 * p];
+        let x1 = x.get(2 * p + 1).copied().unwrap_or(0);
+        if x0 == 0 && x1 == 0 {
             continue;
         }
-        let row = &w[i * stride + col0..i * stride + col0 + cols];
-        for (a, &wv) in acc.iter_mut().zip(row) {
-            *a = a.wrapping_add(xi.wrapping_mul(wv.into()));
+        let row = &w[(p * stride + col0) * 2..(p * stride + col0 + cols) * 2];
+        for j in from..cols {
+            let v = x0.wrapping_mul(row[2 * j] as i32).wrapping_add(x1.wrapping_mul(row[2 * j + 1] as i32));
+            acc[j] = acc[j].wrapping_add(v);
         }
     }
 }
 
-fn kernel_i64<W: Copy + Into<i32>>(x: &[i32], w: &[W], stride: usize, col0: usize, acc: &mut [i64]) {
-    let cols = acc.len();
-    for (i, &xi) in x.iter().enumerate() {
-        if xi == 0 {
-            continue;
+#[cfg(target_arch = "x86_64")]
+mod avx2 {
+    use std::arch::x86_64::*;
+
+    /// Columns in blocks of 64 (eight 8-lane accumulators kept in registers across all row
+    /// pairs), then blocks of 8, then the scalar tail.
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn pairs_i32(x: &[i32], w: &[i16], stride: usize, col0: usize, acc: &mut [i32]) {
+        let cols = acc.len();
+        let npairs = x.len().div_ceil(2);
+        let xs: Vec<__m256i> = (0..npairs)
+            .map(|p| {
+                let x0 = x[2 * p] as i16 as u16 as u32;
+                let x1 = x.get(2 * p + 1).copied().unwrap_or(0) as i16 as u16 as u32;
+                _mm256_set1_epi32((x0 | (x1 << 16)) as i32)
+            })
+            .collect();
+        let mut j = 0;
+        while j + 64 <= cols {
+            let mut a = [_mm256_setzero_si256(); 8];
+            for (p, &xv) in xs.iter().enumerate() {
+                let base = w.as_ptr().add((p * stride + col0 + j) * 2) as *const __m256i;
+                for (k, ak) in a.iter_mut().enumerate() {
+                    *ak = _mm256_add_epi32(*ak, _mm256_madd_epi16(_mm256_loadu_si256(base.add(k)), xv));
+                }
+            }
+            for (k, ak) in a.iter().enumerate() {
+                _mm256_storeu_si256(acc.as_mut_ptr().add(j + 8 * k) as *mut __m256i, *ak);
+            }
+            j += 64;
         }
-        let row = &w[i * stride + col0..i * stride + col0 + cols];
-        for (a, &wv) in acc.iter_mut().zip(row) {
-            *a = a.wrapping_add(xi as i64 * wv.into() as i64);
+        while j + 8 <= cols {
+            let mut a = _mm256_setzero_si256();
+            for (p, &xv) in xs.iter().enumerate() {
+                let base = w.as_ptr().add((p * stride + col0 + j) * 2) as *const __m256i;
+                a = _mm256_add_epi32(a, _mm256_madd_epi16(_mm256_loadu_si256(base), xv));
+            }
+            _mm256_storeu_si256(acc.as_mut_ptr().add(j) as *mut __m256i, a);
+            j += 8;
         }
+        super::pairs_i32_scalar(x, w, stride, col0, acc, j);
     }
 }
