@@ -125,6 +125,10 @@ fn tiny_cases() {
 
 fn main() {
     tiny_cases();
+    // `cargo bench --bench resnet18 -- tiny`: the tiny cases only (for profiling).
+    if std::env::args().any(|a| a == "tiny") {
+        return;
+    }
     let layers = [
         ("conv1 7x7/2 3->64 @224", conv_layer(3, 64, 7, 2, 3, 224)),
         ("3x3 64->64 @56", conv_layer(64, 64, 3, 1, 1, 56)),

@@ -31,12 +31,16 @@ use crate::tiling::Spatial;
 
 /// Registers r0..r30 hold addresses; r31 is never used.
 const ADDRESS_REGS: usize = 31;
+/// Marks a register holding no known value (no address is `u32::MAX`).
+const EMPTY: u32 = u32::MAX;
 
 /// One core's instruction stream under construction.
 struct Emitter {
     insts: Vec<Inst>,
-    /// `(value, last use)` per register, `None` when it holds nothing known.
-    regs: [Option<(u32, u64)>; ADDRESS_REGS],
+    /// The value each register holds, [`EMPTY`] when nothing known.
+    vals: [u32; ADDRESS_REGS],
+    /// Last use of each register (0: never), for LRU replacement.
+    stamps: [u64; ADDRESS_REGS],
     clock: u64,
     /// `(ibiw, obiw)` in bits; the machine resets both to 8.
     bw: (u32, u32),
@@ -46,44 +50,39 @@ impl Emitter {
     fn new() -> Emitter {
         Emitter {
             insts: Vec::new(),
-            regs: [None; ADDRESS_REGS],
+            vals: [EMPTY; ADDRESS_REGS],
+            stamps: [0; ADDRESS_REGS],
             clock: 0,
             bw: (8, 8),
         }
     }
 
-    /// A register holding `value`, loading it with `sldi` unless cached.
+    /// A register holding `value`, loading it with `sldi` unless cached. Replacement is
+    /// least-recently-used, empty registers first (in index order), so the registers an
+    /// instruction has just obtained are never evicted by its next operand.
     fn reg(&mut self, value: u32) -> Reg {
+        debug_assert_ne!(value, EMPTY, "addresses are below 2^32 - 1");
         self.clock += 1;
-        let mut victim = 0;
-        let mut oldest = u64::MAX;
-        for (i, slot) in self.regs.iter_mut().enumerate() {
-            match slot {
-                Some((v, used)) if *v == value => {
-                    *used = self.clock;
-                    return Reg::new(i as u32).expect("index < 31");
-                }
-                Some((_, used)) => {
-                    if *used < oldest {
-                        oldest = *used;
+        let i = match self.vals.iter().position(|&v| v == value) {
+            Some(i) => i,
+            None => {
+                let mut victim = 0;
+                for (i, &stamp) in self.stamps.iter().enumerate() {
+                    if stamp < self.stamps[victim] {
                         victim = i;
                     }
                 }
-                None => {
-                    if oldest != 0 {
-                        oldest = 0;
-                        victim = i;
-                    }
-                }
+                self.vals[victim] = value;
+                let rd = Reg::new(victim as u32).expect("index < 31");
+                self.insts.push(Inst::Sldi {
+                    rd,
+                    imm: value as i32,
+                });
+                victim
             }
-        }
-        self.regs[victim] = Some((value, self.clock));
-        let rd = Reg::new(victim as u32).expect("index < 31");
-        self.insts.push(Inst::Sldi {
-            rd,
-            imm: value as i32,
-        });
-        rd
+        };
+        self.stamps[i] = self.clock;
+        Reg::new(i as u32).expect("index < 31")
     }
 
     fn setbw(&mut self, ibiw: u32, obiw: u32) {
