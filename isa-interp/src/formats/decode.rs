@@ -591,5 +591,5 @@ pub(crate) fn lldi_imm_from_int(v: i64) -> Option<u8> {
 /// for integers.
 pub(crate) fn lldi_imm_from_float(x: f64) -> Option<u8> {
     let t = x.trunc();
-    (t.is_finite() && (-128.0..=255.0).contains(&t)).then(|| (t as i64) as u8)
+    (t.is_finite() && (-128.0..=255.0).contains(&t)).then_some((t as i64) as u8)
 }

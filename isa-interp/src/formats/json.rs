@@ -203,7 +203,9 @@ fn parse_entries(b: &[u8], entries: &[Entry]) -> Option<Program> {
         .map_or(1, |n| n.get())
         .min(cores.len())
         .max(1);
-    let parsed: Vec<Option<Vec<(u32, Vec<Inst>)>>> = std::thread::scope(|s| {
+    // One list of parsed cores per thread; `None` where a thread met an error.
+    type Parsed = Option<Vec<(u32, Vec<Inst>)>>;
+    let parsed: Vec<Parsed> = std::thread::scope(|s| {
         let handles: Vec<_> = (1..threads).map(|_| s.spawn(work)).collect();
         let mut all = vec![work()];
         all.extend(handles.into_iter().map(|h| h.join().ok().flatten()));
