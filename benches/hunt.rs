@@ -34,7 +34,10 @@ fn main() {
             shard: Shard::ALL,
             generator: GenConfig::default(),
             run: RunConfig::default(),
-            minimize: MinimizeConfig { time_budget: Duration::from_secs(10), ..MinimizeConfig::default() },
+            minimize: MinimizeConfig {
+                time_budget: Duration::from_secs(10),
+                ..MinimizeConfig::default()
+            },
             out: tmp.path().join(name),
         };
         run_hunt(&cfg, &HuntControl::default()).expect("the hunt runs")

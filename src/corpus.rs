@@ -52,7 +52,10 @@ pub enum CorpusError {
     UnsupportedFormat { path: PathBuf, found: u32 },
     /// An `expect` string that does not parse (see [`Expectation`]).
     #[error("{}: field `expect`: {problem}", path.display())]
-    BadExpectation { path: PathBuf, problem: ExpectationParseError },
+    BadExpectation {
+        path: PathBuf,
+        problem: ExpectationParseError,
+    },
     /// A path given to [`discover`] is neither a case directory nor a directory holding any.
     #[error("{}: not a case directory (no case.json) and holds no case directories", path.display())]
     NoCases { path: PathBuf },
@@ -65,7 +68,10 @@ pub enum CorpusError {
 }
 
 fn io_err(path: &Path) -> impl FnOnce(io::Error) -> CorpusError + '_ {
-    move |source| CorpusError::Io { path: path.to_path_buf(), source }
+    move |source| CorpusError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -86,14 +92,23 @@ impl AtomicDir {
     /// Creates the temporary sibling of `dest` (`dest` must not exist; its parent is created).
     pub fn create(dest: &Path) -> Result<AtomicDir, CorpusError> {
         if dest.exists() {
-            return Err(CorpusError::Exists { path: dest.to_path_buf() });
+            return Err(CorpusError::Exists {
+                path: dest.to_path_buf(),
+            });
         }
         let parent = parent_of(dest);
         fs::create_dir_all(&parent).map_err(io_err(&parent))?;
-        let name = dest.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let name = dest
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
         let tmp = parent.join(temp_name(&name));
         fs::create_dir(&tmp).map_err(io_err(&tmp))?;
-        Ok(AtomicDir { tmp, dest: dest.to_path_buf(), committed: false })
+        Ok(AtomicDir {
+            tmp,
+            dest: dest.to_path_buf(),
+            committed: false,
+        })
     }
 
     /// Where to write the contents.
@@ -111,7 +126,9 @@ impl AtomicDir {
     pub fn commit(mut self) -> Result<PathBuf, CorpusError> {
         sync_tree(&self.tmp)?;
         if self.dest.exists() {
-            return Err(CorpusError::Exists { path: self.dest.clone() });
+            return Err(CorpusError::Exists {
+                path: self.dest.clone(),
+            });
         }
         fs::rename(&self.tmp, &self.dest).map_err(io_err(&self.dest))?;
         self.committed = true;
@@ -132,11 +149,16 @@ impl Drop for AtomicDir {
 pub fn write_file_atomic(dest: &Path, bytes: &[u8]) -> Result<(), CorpusError> {
     let parent = parent_of(dest);
     fs::create_dir_all(&parent).map_err(io_err(&parent))?;
-    let name = dest.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let name = dest
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
     let tmp = parent.join(temp_name(&name));
     let result = (|| {
         fs::write(&tmp, bytes).map_err(io_err(&tmp))?;
-        fs::File::open(&tmp).and_then(|f| f.sync_all()).map_err(io_err(&tmp))?;
+        fs::File::open(&tmp)
+            .and_then(|f| f.sync_all())
+            .map_err(io_err(&tmp))?;
         fs::rename(&tmp, dest).map_err(io_err(dest))?;
         sync_dir(&parent)
     })();
@@ -152,19 +174,33 @@ pub fn clean_temp_dirs(dir: &Path) -> Result<usize, CorpusError> {
     let entries = match fs::read_dir(dir) {
         Ok(e) => e,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(0),
-        Err(e) => return Err(CorpusError::Io { path: dir.to_path_buf(), source: e }),
+        Err(e) => {
+            return Err(CorpusError::Io {
+                path: dir.to_path_buf(),
+                source: e,
+            })
+        }
     };
     let mut removed = 0;
     for entry in entries {
         let entry = entry.map_err(io_err(dir))?;
         let name = entry.file_name().to_string_lossy().into_owned();
         // `..pimdiff-tmp-*`: the case writer's own temporary sibling of one of ours.
-        if !name.starts_with(TEMP_PREFIX) && !name.strip_prefix('.').is_some_and(|n| n.starts_with(TEMP_PREFIX)) {
+        if !name.starts_with(TEMP_PREFIX)
+            && !name
+                .strip_prefix('.')
+                .is_some_and(|n| n.starts_with(TEMP_PREFIX))
+        {
             continue;
         }
         let path = entry.path();
         let is_dir = entry.file_type().map_err(io_err(&path))?.is_dir();
-        if is_dir { fs::remove_dir_all(&path) } else { fs::remove_file(&path) }.map_err(io_err(&path))?;
+        if is_dir {
+            fs::remove_dir_all(&path)
+        } else {
+            fs::remove_file(&path)
+        }
+        .map_err(io_err(&path))?;
         removed += 1;
     }
     Ok(removed)
@@ -191,7 +227,9 @@ fn sync_tree(dir: &Path) -> Result<(), CorpusError> {
         if entry.file_type().map_err(io_err(&path))?.is_dir() {
             sync_tree(&path)?;
         } else {
-            fs::File::open(&path).and_then(|f| f.sync_all()).map_err(io_err(&path))?;
+            fs::File::open(&path)
+                .and_then(|f| f.sync_all())
+                .map_err(io_err(&path))?;
         }
     }
     sync_dir(dir)
@@ -201,7 +239,10 @@ fn sync_dir(dir: &Path) -> Result<(), CorpusError> {
     // Directories can be opened and fsynced on Unix; elsewhere this is best effort.
     match fs::File::open(dir).and_then(|f| f.sync_all()) {
         Ok(()) => Ok(()),
-        Err(e) if cfg!(unix) => Err(CorpusError::Io { path: dir.to_path_buf(), source: e }),
+        Err(e) if cfg!(unix) => Err(CorpusError::Io {
+            path: dir.to_path_buf(),
+            source: e,
+        }),
         Err(_) => Ok(()),
     }
 }
@@ -275,8 +316,16 @@ pub enum Expectation {
 }
 
 /// The outcome kinds an [`Expectation::Kind`] may name (`Outcome::kind()` spellings).
-pub const OUTCOME_KINDS: &[&str] =
-    &["pass", "mismatch", "fault", "deadlock", "out-of-steps", "compile-error", "unsupported", "poisoned"];
+pub const OUTCOME_KINDS: &[&str] = &[
+    "pass",
+    "mismatch",
+    "fault",
+    "deadlock",
+    "out-of-steps",
+    "compile-error",
+    "unsupported",
+    "poisoned",
+];
 
 /// Why an `expect` string does not parse.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -321,7 +370,9 @@ impl Expectation {
             ("unsupported", Some(text)) => Ok(Expectation::Unsupported(Some(text.to_string()))),
             ("signature", Some("")) => Err(ExpectationParseError::EmptySignature),
             ("signature", Some(sig)) => Ok(Expectation::Signature(sig.to_string())),
-            (kind, None) if OUTCOME_KINDS.contains(&kind) => Ok(Expectation::Kind(kind.to_string())),
+            (kind, None) if OUTCOME_KINDS.contains(&kind) => {
+                Ok(Expectation::Kind(kind.to_string()))
+            }
             _ => Err(ExpectationParseError::Unknown(s.to_string())),
         }
     }
@@ -333,7 +384,10 @@ impl Expectation {
             Expectation::Unsupported(text) => {
                 observed.kind == "unsupported"
                     && text.as_ref().is_none_or(|t| {
-                        observed.unsupported_reason.as_deref().is_some_and(|r| r.contains(t.as_str()))
+                        observed
+                            .unsupported_reason
+                            .as_deref()
+                            .is_some_and(|r| r.contains(t.as_str()))
                     })
             }
             Expectation::Kind(kind) => &observed.kind == kind,
@@ -460,18 +514,26 @@ impl EntryMeta {
     /// The expectation: `expect.json`'s when present (a curated entry overrides), else
     /// `finding.json`'s, else none (a plain case).
     pub fn expectation(&self) -> Option<&Expectation> {
-        self.expect_file.as_ref().map(|e| &e.expect).or(self.finding.as_ref().map(|f| &f.expect))
+        self.expect_file
+            .as_ref()
+            .map(|e| &e.expect)
+            .or(self.finding.as_ref().map(|f| &f.expect))
     }
 
     /// The injected mutation the entry needs, if any.
     pub fn mutation(&self) -> Option<&str> {
-        self.expect_file.as_ref().and_then(|e| e.mutation.as_deref())
+        self.expect_file
+            .as_ref()
+            .and_then(|e| e.mutation.as_deref())
     }
 }
 
 /// Reads `finding.json` and `expect.json` of a case directory, each when present.
 pub fn read_entry_meta(dir: &Path) -> Result<EntryMeta, CorpusError> {
-    Ok(EntryMeta { finding: read_meta(&dir.join(FINDING_JSON))?, expect_file: read_meta(&dir.join(EXPECT_JSON))? })
+    Ok(EntryMeta {
+        finding: read_meta(&dir.join(FINDING_JSON))?,
+        expect_file: read_meta(&dir.join(EXPECT_JSON))?,
+    })
 }
 
 /// Common access to the `format` field of both metadata files.
@@ -489,14 +551,24 @@ impl Versioned for ExpectFile {
     }
 }
 
-fn read_meta<T: for<'de> Deserialize<'de> + Versioned>(path: &Path) -> Result<Option<T>, CorpusError> {
+fn read_meta<T: for<'de> Deserialize<'de> + Versioned>(
+    path: &Path,
+) -> Result<Option<T>, CorpusError> {
     let meta = match fs::metadata(path) {
         Ok(m) => m,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(CorpusError::Io { path: path.to_path_buf(), source: e }),
+        Err(e) => {
+            return Err(CorpusError::Io {
+                path: path.to_path_buf(),
+                source: e,
+            })
+        }
     };
     if meta.len() > MAX_META_BYTES {
-        return Err(CorpusError::TooLarge { path: path.to_path_buf(), len: meta.len() });
+        return Err(CorpusError::TooLarge {
+            path: path.to_path_buf(),
+            len: meta.len(),
+        });
     }
     let text = fs::read_to_string(path).map_err(io_err(path))?;
     // Check `format` and `expect` first, so that a future format is refused as such and a bad
@@ -505,18 +577,28 @@ fn read_meta<T: for<'de> Deserialize<'de> + Versioned>(path: &Path) -> Result<Op
         if let Some(found) = map.get("format").and_then(|v| v.as_u64()) {
             if found != META_FORMAT as u64 {
                 let found = u32::try_from(found).unwrap_or(u32::MAX);
-                return Err(CorpusError::UnsupportedFormat { path: path.to_path_buf(), found });
+                return Err(CorpusError::UnsupportedFormat {
+                    path: path.to_path_buf(),
+                    found,
+                });
             }
         }
         if let Some(serde_json::Value::String(expect)) = map.get("expect") {
-            Expectation::parse(expect)
-                .map_err(|problem| CorpusError::BadExpectation { path: path.to_path_buf(), problem })?;
+            Expectation::parse(expect).map_err(|problem| CorpusError::BadExpectation {
+                path: path.to_path_buf(),
+                problem,
+            })?;
         }
     }
-    let value: T = serde_json::from_str(&text)
-        .map_err(|e| CorpusError::Json { path: path.to_path_buf(), message: e.to_string() })?;
+    let value: T = serde_json::from_str(&text).map_err(|e| CorpusError::Json {
+        path: path.to_path_buf(),
+        message: e.to_string(),
+    })?;
     if value.format() != META_FORMAT {
-        return Err(CorpusError::UnsupportedFormat { path: path.to_path_buf(), found: value.format() });
+        return Err(CorpusError::UnsupportedFormat {
+            path: path.to_path_buf(),
+            found: value.format(),
+        });
     }
     Ok(Some(value))
 }
@@ -543,13 +625,23 @@ pub fn write_json<T: Serialize>(dir: &Path, name: &str, value: &T) -> Result<(),
 pub enum EntryError {
     /// The case itself (`case.json`, the `.npy` files) is invalid.
     #[error("{}: {source}", dir.display())]
-    Case { dir: PathBuf, source: pimdiff_oracle::CaseError },
+    Case {
+        dir: PathBuf,
+        source: Box<pimdiff_oracle::CaseError>,
+    },
     /// The bundle could not be written.
     #[error("{}: {source}", dir.display())]
-    Bundle { dir: PathBuf, source: pimdiff_isa::bundle::BundleError },
+    Bundle {
+        dir: PathBuf,
+        source: Box<pimdiff_isa::bundle::BundleError>,
+    },
     /// `expect.json` names an injected bug this version does not know.
     #[error("{}: field `mutation`: unknown bug class {name:?} (known: {known})", path.display())]
-    UnknownMutation { path: PathBuf, name: String, known: String },
+    UnknownMutation {
+        path: PathBuf,
+        name: String,
+        known: String,
+    },
     #[error(transparent)]
     Corpus(#[from] CorpusError),
 }
@@ -565,12 +657,17 @@ pub fn save_finding(
     meta: &FindingMeta,
 ) -> Result<PathBuf, EntryError> {
     let dir = AtomicDir::create(dest)?;
-    pimdiff_oracle::io::write_case(case, dir.path())
-        .map_err(|source| EntryError::Case { dir: dest.to_path_buf(), source })?;
+    pimdiff_oracle::io::write_case(case, dir.path()).map_err(|e| EntryError::Case {
+        dir: dest.to_path_buf(),
+        source: Box::new(e),
+    })?;
     if let Some(bundle) = bundle {
         bundle
             .write_dir(&dir.path().join(BUNDLE_DIR))
-            .map_err(|source| EntryError::Bundle { dir: dest.to_path_buf(), source })?;
+            .map_err(|e| EntryError::Bundle {
+                dir: dest.to_path_buf(),
+                source: Box::new(e),
+            })?;
     }
     let report_path = dir.path().join(REPORT_MD);
     fs::write(&report_path, report).map_err(io_err(&report_path))?;
@@ -596,17 +693,40 @@ pub struct Entry {
 
 /// Reads a case directory, its `finding.json` / `expect.json`, and checks the mutation name.
 pub fn load_entry(dir: &Path) -> Result<Entry, EntryError> {
-    let case = pimdiff_oracle::io::read_case(dir).map_err(|source| EntryError::Case { dir: dir.to_path_buf(), source })?;
+    let case = pimdiff_oracle::io::read_case(dir).map_err(|e| EntryError::Case {
+        dir: dir.to_path_buf(),
+        source: Box::new(e),
+    })?;
     let meta = read_entry_meta(dir)?;
     let mutation = match meta.mutation() {
         None => None,
-        Some(name) => Some(BugClass::from_name(name).ok_or_else(|| EntryError::UnknownMutation {
-            path: dir.join(EXPECT_JSON),
-            name: name.to_string(),
-            known: BugClass::ALL.iter().map(|b| b.name()).collect::<Vec<_>>().join(", "),
+        Some(name) => Some(BugClass::from_name(name).ok_or_else(|| {
+            EntryError::UnknownMutation {
+                path: dir.join(EXPECT_JSON),
+                name: name.to_string(),
+                known: BugClass::ALL
+                    .iter()
+                    .map(|b| b.name())
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            }
         })?),
     };
-    Ok(Entry { dir: dir.to_path_buf(), case, meta, mutation })
+    Ok(Entry {
+        dir: dir.to_path_buf(),
+        case,
+        meta,
+        mutation,
+    })
+}
+
+/// Where `expected.npy` and the oracle's output differ.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Disagreement {
+    /// Differing elements (all of them when the shapes differ).
+    pub count: usize,
+    /// The first eight: `(index, expected.npy value, oracle value)`.
+    pub first: Vec<(Vec<usize>, i32, i32)>,
 }
 
 /// The result of checking one entry.
@@ -617,9 +737,8 @@ pub struct EntryResult {
     /// The compiler actually used (an entry's mutation overrides the base configuration).
     pub run: RunConfig,
     /// `expected.npy` is present and differs from the oracle's output: the case contradicts
-    /// itself, which counts as a finding (`(index, expected.npy, oracle)` of the first ones,
-    /// and the count).
-    pub expected_disagrees: Option<(usize, Vec<(Vec<usize>, i32, i32)>)>,
+    /// itself, which counts as a finding.
+    pub expected_disagrees: Option<Disagreement>,
     /// Whether the observation meets the entry's expectation (`None`: the entry has none).
     pub meets_expectation: Option<bool>,
 }
@@ -648,7 +767,10 @@ pub fn observe(outcome: &crate::driver::Outcome) -> Observed {
 /// entry's injected bug when it names one.
 pub fn run_config_for(entry: &Entry, base: &RunConfig) -> RunConfig {
     match entry.mutation {
-        Some(bug) => RunConfig { compiler: CompilerUnderTest::Mutated(bug), ..base.clone() },
+        Some(bug) => RunConfig {
+            compiler: CompilerUnderTest::Mutated(bug),
+            ..base.clone()
+        },
         None => base.clone(),
     }
 }
@@ -669,16 +791,26 @@ pub fn check_entry(entry: &Entry, base: &RunConfig) -> EntryResult {
     let meets_expectation = entry.meta.expectation().map(|e| {
         // A case whose expected.npy contradicts the oracle meets only a finding expectation.
         let base_ok = e.is_met_by(&observed);
-        base_ok && (expected_disagrees.is_none() || !matches!(e, Expectation::Pass | Expectation::Unsupported(_)))
+        base_ok
+            && (expected_disagrees.is_none()
+                || !matches!(e, Expectation::Pass | Expectation::Unsupported(_)))
     });
-    EntryResult { result, observed, run, expected_disagrees, meets_expectation }
+    EntryResult {
+        result,
+        observed,
+        run,
+        expected_disagrees,
+        meets_expectation,
+    }
 }
 
-/// How many elements of `a` (expected.npy) and `b` (oracle) differ, and the first eight as
-/// `(index, a, b)`; `None` when equal.
-fn differing(a: &ndarray::ArrayD<i32>, b: &ndarray::ArrayD<i32>) -> Option<(usize, Vec<(Vec<usize>, i32, i32)>)> {
+/// Where `a` (expected.npy) and `b` (the oracle) differ; `None` when equal.
+fn differing(a: &ndarray::ArrayD<i32>, b: &ndarray::ArrayD<i32>) -> Option<Disagreement> {
     if a.shape() != b.shape() {
-        return Some((a.len().max(b.len()), Vec::new()));
+        return Some(Disagreement {
+            count: a.len().max(b.len()),
+            first: Vec::new(),
+        });
     }
     let mut count = 0;
     let mut first = Vec::new();
@@ -690,7 +822,7 @@ fn differing(a: &ndarray::ArrayD<i32>, b: &ndarray::ArrayD<i32>) -> Option<(usiz
             }
         }
     }
-    (count > 0).then_some((count, first))
+    (count > 0).then_some(Disagreement { count, first })
 }
 
 /// One row of a replay.
@@ -722,9 +854,17 @@ pub fn replay(paths: &[PathBuf], base: &RunConfig) -> Result<Vec<ReplayRow>, Cor
         .map(|dir| match load_entry(&dir) {
             Ok(entry) => {
                 let expectation = entry.meta.expectation().cloned();
-                ReplayRow { dir, result: Ok(check_entry(&entry, base)), expectation }
+                ReplayRow {
+                    dir,
+                    result: Ok(check_entry(&entry, base)),
+                    expectation,
+                }
             }
-            Err(e) => ReplayRow { dir, result: Err(e), expectation: None },
+            Err(e) => ReplayRow {
+                dir,
+                result: Err(e),
+                expectation: None,
+            },
         })
         .collect())
 }

@@ -88,7 +88,9 @@ pub enum ShardError {
     Syntax(String),
     #[error("the shard count n must be at least 1")]
     ZeroCount,
-    #[error("shard index {index} is not below the shard count {count} (shards are numbered 0..n-1)")]
+    #[error(
+        "shard index {index} is not below the shard count {count} (shards are numbered 0..n-1)"
+    )]
     IndexTooLarge { index: u64, count: u64 },
 }
 
@@ -111,7 +113,9 @@ impl Serialize for Shard {
 
 impl<'de> Deserialize<'de> for Shard {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        String::deserialize(d)?.parse().map_err(serde::de::Error::custom)
+        String::deserialize(d)?
+            .parse()
+            .map_err(serde::de::Error::custom)
     }
 }
 
@@ -149,13 +153,17 @@ pub fn parse_duration(s: &str) -> Result<Duration, DurationError> {
     let mut total_ms: u64 = 0;
     let mut rest = s;
     while !rest.is_empty() {
-        let digits = rest.find(|c: char| !c.is_ascii_digit()).ok_or_else(syntax)?;
+        let digits = rest
+            .find(|c: char| !c.is_ascii_digit())
+            .ok_or_else(syntax)?;
         if digits == 0 {
             return Err(syntax());
         }
         let value: u64 = rest[..digits].parse().map_err(|_| overflow())?;
         rest = &rest[digits..];
-        let unit_len = rest.find(|c: char| c.is_ascii_digit()).unwrap_or(rest.len());
+        let unit_len = rest
+            .find(|c: char| c.is_ascii_digit())
+            .unwrap_or(rest.len());
         let per_unit_ms = match &rest[..unit_len] {
             "ms" => 1,
             "s" => 1_000,
@@ -164,7 +172,10 @@ pub fn parse_duration(s: &str) -> Result<Duration, DurationError> {
             _ => return Err(syntax()),
         };
         rest = &rest[unit_len..];
-        total_ms = value.checked_mul(per_unit_ms).and_then(|v| v.checked_add(total_ms)).ok_or_else(overflow)?;
+        total_ms = value
+            .checked_mul(per_unit_ms)
+            .and_then(|v| v.checked_add(total_ms))
+            .ok_or_else(overflow)?;
     }
     Ok(Duration::from_millis(total_ms))
 }
@@ -302,10 +313,20 @@ where
     }
     let mut firsts: Vec<FirstSeen<S>> = firsts
         .into_iter()
-        .map(|(signature, (index, occurrences))| FirstSeen { index, signature, occurrences })
+        .map(|(signature, (index, occurrences))| FirstSeen {
+            index,
+            signature,
+            occurrences,
+        })
         .collect();
     firsts.sort_by_key(|f| f.index);
-    Sweep { cases_run, counts, firsts, interrupted, elapsed: start.elapsed() }
+    Sweep {
+        cases_run,
+        counts,
+        firsts,
+        interrupted,
+        elapsed: start.elapsed(),
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -420,12 +441,19 @@ pub fn run_hunt(cfg: &HuntConfig, control: &HuntControl) -> Result<HuntSummary, 
     let start = Instant::now();
     let findings_dir = cfg.out.join(FINDINGS_DIR);
     prepare_out(&cfg.out, &findings_dir)?;
-    let jobs = if cfg.jobs == 0 { std::thread::available_parallelism().map_or(1, |n| n.get()) } else { cfg.jobs };
+    let jobs = if cfg.jobs == 0 {
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    } else {
+        cfg.jobs
+    };
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(jobs)
         .thread_name(|i| format!("pimdiff-hunt-{i}"))
         .build()
-        .map_err(|e| HuntError::Pool { jobs, message: e.to_string() })?;
+        .map_err(|e| HuntError::Pool {
+            jobs,
+            message: e.to_string(),
+        })?;
     let generator = cfg.generator.sanitized();
 
     let bar = progress_bar(control.progress, cfg.limit, cfg.shard);
@@ -437,7 +465,10 @@ pub fn run_hunt(cfg: &HuntConfig, control: &HuntControl) -> Result<HuntSummary, 
         |k| {
             let case = case_from_seed(&generator, case_seed(cfg.seed, k));
             let outcome = check_case(&case, &cfg.run).outcome;
-            Observation { kind: outcome.kind(), signature: outcome.signature() }
+            Observation {
+                kind: outcome.kind(),
+                signature: outcome.signature(),
+            }
         },
         |p| update_bar(&bar, p),
     );
@@ -475,28 +506,44 @@ pub fn run_hunt(cfg: &HuntConfig, control: &HuntControl) -> Result<HuntSummary, 
         outcomes: result.counts,
         findings,
         jobs,
-        cases_per_second: if secs > 0.0 { result.cases_run as f64 / secs } else { 0.0 },
+        cases_per_second: if secs > 0.0 {
+            result.cases_run as f64 / secs
+        } else {
+            0.0
+        },
         sweep_time_s: secs,
         wall_time_s: start.elapsed().as_secs_f64(),
         compiler: cfg.run.compiler.describe(),
         generator,
     };
-    corpus::write_file_atomic(&cfg.out.join(SUMMARY_JSON), corpus::to_json_text(&summary).as_bytes())?;
-    corpus::write_file_atomic(&cfg.out.join(SUMMARY_MD), render_summary(&summary).as_bytes())?;
+    corpus::write_file_atomic(
+        &cfg.out.join(SUMMARY_JSON),
+        corpus::to_json_text(&summary).as_bytes(),
+    )?;
+    corpus::write_file_atomic(
+        &cfg.out.join(SUMMARY_MD),
+        render_summary(&summary).as_bytes(),
+    )?;
     Ok(summary)
 }
 
 /// Creates `out` and `out/findings`, removes leftovers of an interrupted earlier run, and
 /// refuses a findings directory that already holds findings.
 fn prepare_out(out: &Path, findings_dir: &Path) -> Result<(), HuntError> {
-    std::fs::create_dir_all(findings_dir)
-        .map_err(|source| CorpusError::Io { path: findings_dir.to_path_buf(), source })?;
+    std::fs::create_dir_all(findings_dir).map_err(|source| CorpusError::Io {
+        path: findings_dir.to_path_buf(),
+        source,
+    })?;
     corpus::clean_temp_dirs(out)?;
     corpus::clean_temp_dirs(findings_dir)?;
-    let mut entries = std::fs::read_dir(findings_dir)
-        .map_err(|source| CorpusError::Io { path: findings_dir.to_path_buf(), source })?;
+    let mut entries = std::fs::read_dir(findings_dir).map_err(|source| CorpusError::Io {
+        path: findings_dir.to_path_buf(),
+        source,
+    })?;
     if entries.any(|e| e.is_ok_and(|e| !e.file_name().to_string_lossy().starts_with('.'))) {
-        return Err(HuntError::OutNotEmpty { path: findings_dir.to_path_buf() });
+        return Err(HuntError::OutNotEmpty {
+            path: findings_dir.to_path_buf(),
+        });
     }
     Ok(())
 }
@@ -514,13 +561,17 @@ fn save_one(
     let seed = case_seed(cfg.seed, first.index);
     let original = case_from_seed(generator, seed);
     let original_size = case_size(&original);
-    let (case, tried, kept, cut_short) = match minimize_abortable(&original, cfg, &first.signature, control) {
-        Some(m) => {
-            let cut = m.log.last().is_some_and(|l| l.starts_with("stopped: budget"));
-            (m.case, m.tried as u64, m.kept as u64, cut)
-        }
-        None => (original.clone(), 0, 0, true),
-    };
+    let (case, tried, kept, cut_short) =
+        match minimize_abortable(&original, cfg, &first.signature, control) {
+            Some(m) => {
+                let cut = m
+                    .log
+                    .last()
+                    .is_some_and(|l| l.starts_with("stopped: budget"));
+                (m.case, m.tried as u64, m.kept as u64, cut)
+            }
+            None => (original.clone(), 0, 0, true),
+        };
     let mut result = check_case(&case, &cfg.run);
     let (mut case, mut result) = if result.outcome.signature().as_ref() == Some(&first.signature) {
         (case, result)
@@ -532,7 +583,10 @@ fn save_one(
     };
     case.expected = result.oracle.take();
     let report = crate::report::render_report(&case, &result, &cfg.run);
-    let signature = result.outcome.signature().unwrap_or_else(|| first.signature.clone());
+    let signature = result
+        .outcome
+        .signature()
+        .unwrap_or_else(|| first.signature.clone());
     let stats = MinimizationStats {
         tried,
         kept,
@@ -548,12 +602,22 @@ fn save_one(
         expect: corpus::Expectation::Signature(signature.to_string()),
         compiler: cfg.run.compiler.describe(),
         pimdiff_version: env!("CARGO_PKG_VERSION").to_string(),
-        origin: Some(Origin { hunt_seed: cfg.seed, case_index: first.index, case_seed: seed }),
+        origin: Some(Origin {
+            hunt_seed: cfg.seed,
+            case_index: first.index,
+            case_seed: seed,
+        }),
         generator: serde_json::to_value(generator).unwrap_or_default(),
         minimization: Some(stats.clone()),
     };
     let name = format!("{number:03}-{}", slug(&first.signature.to_string()));
-    corpus::save_finding(&findings_dir.join(&name), &case, result.bundle.as_ref(), &report, &meta)?;
+    corpus::save_finding(
+        &findings_dir.join(&name),
+        &case,
+        result.bundle.as_ref(),
+        &report,
+        &meta,
+    )?;
     Ok(FindingSummary {
         dir: format!("{FINDINGS_DIR}/{name}"),
         signature: first.signature.to_string(),
@@ -578,7 +642,12 @@ fn minimize_abortable(
         return None;
     }
     let (tx, rx) = std::sync::mpsc::channel();
-    let (case, run, sig, mcfg) = (case.clone(), cfg.run.clone(), signature.clone(), cfg.minimize.clone());
+    let (case, run, sig, mcfg) = (
+        case.clone(),
+        cfg.run.clone(),
+        signature.clone(),
+        cfg.minimize.clone(),
+    );
     std::thread::Builder::new()
         .name("pimdiff-minimize".into())
         .spawn(move || {
@@ -613,7 +682,11 @@ pub fn slug(text: &str) -> String {
         }
     }
     let trimmed = out.trim_end_matches('-');
-    if trimmed.is_empty() { "finding".to_string() } else { trimmed.to_string() }
+    if trimmed.is_empty() {
+        "finding".to_string()
+    } else {
+        trimmed.to_string()
+    }
 }
 
 /// `summary.md`: the summary as a short Markdown document (also printed on stdout).
@@ -627,7 +700,11 @@ pub fn render_summary(s: &HuntSummary) -> String {
         (None, Some(d)) => format!("{d} s"),
         (None, None) => "-".into(),
     };
-    let _ = writeln!(md, "- limit: {limit}{}", if s.interrupted { " (interrupted)" } else { "" });
+    let _ = writeln!(
+        md,
+        "- limit: {limit}{}",
+        if s.interrupted { " (interrupted)" } else { "" }
+    );
     let _ = writeln!(md, "- cases run: {}", s.cases_run);
     let _ = writeln!(
         md,
@@ -650,7 +727,10 @@ pub fn render_summary(s: &HuntSummary) -> String {
     if s.findings.is_empty() {
         let _ = writeln!(md, "None.");
     } else {
-        let _ = writeln!(md, "| directory | signature | first case | cases | size (original → minimized) |");
+        let _ = writeln!(
+            md,
+            "| directory | signature | first case | cases | size (original → minimized) |"
+        );
         let _ = writeln!(md, "|---|---|---|---|---|");
         for f in &s.findings {
             let m = &f.minimization;
@@ -678,23 +758,29 @@ fn progress_bar(enabled: bool, limit: Limit, shard: Shard) -> indicatif::Progres
     if !enabled {
         return ProgressBar::hidden();
     }
-    let bar = match limit {
+    match limit {
         Limit::Cases(n) => {
-            let bar = ProgressBar::with_draw_target(Some(shard.count_below(n)), ProgressDrawTarget::stderr());
-            if let Ok(style) = ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} cases {msg}") {
+            let bar = ProgressBar::with_draw_target(
+                Some(shard.count_below(n)),
+                ProgressDrawTarget::stderr(),
+            );
+            if let Ok(style) =
+                ProgressStyle::with_template("{elapsed_precise} [{bar:30}] {pos}/{len} cases {msg}")
+            {
                 bar.set_style(style.progress_chars("=> "));
             }
             bar
         }
         Limit::Duration(_) => {
             let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
-            if let Ok(style) = ProgressStyle::with_template("{elapsed_precise} {spinner} {pos} cases {msg}") {
+            if let Ok(style) =
+                ProgressStyle::with_template("{elapsed_precise} {spinner} {pos} cases {msg}")
+            {
                 bar.set_style(style);
             }
             bar
         }
-    };
-    bar
+    }
 }
 
 fn update_bar(bar: &indicatif::ProgressBar, p: &SweepProgress<'_>) {
@@ -704,5 +790,9 @@ fn update_bar(bar: &indicatif::ProgressBar, p: &SweepProgress<'_>) {
     bar.set_position(p.cases_run);
     let rate = p.cases_run as f64 / p.elapsed.as_secs_f64().max(1e-9);
     let counts: Vec<String> = p.counts.iter().map(|(k, n)| format!("{k} {n}")).collect();
-    bar.set_message(format!("| {rate:.0}/s | {} | unique findings {}", counts.join(", "), p.unique_findings));
+    bar.set_message(format!(
+        "| {rate:.0}/s | {} | unique findings {}",
+        counts.join(", "),
+        p.unique_findings
+    ));
 }

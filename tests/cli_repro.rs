@@ -6,16 +6,27 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 fn pimdiff(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_pimdiff")).args(args).output().unwrap()
+    Command::new(env!("CARGO_BIN_EXE_pimdiff"))
+        .args(args)
+        .output()
+        .unwrap()
 }
 
 fn corpus_case(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("corpus").join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("corpus")
+        .join(name)
 }
 
 fn copy_case(src: &Path, dest: &Path) {
     fs::create_dir_all(dest).unwrap();
-    for f in ["case.json", "input.npy", "weight.npy", "bias.npy", "expected.npy"] {
+    for f in [
+        "case.json",
+        "input.npy",
+        "weight.npy",
+        "bias.npy",
+        "expected.npy",
+    ] {
         if src.join(f).exists() {
             fs::copy(src.join(f), dest.join(f)).unwrap();
         }
@@ -23,7 +34,10 @@ fn copy_case(src: &Path, dest: &Path) {
 }
 
 fn text(o: &Output) -> (String, String) {
-    (String::from_utf8_lossy(&o.stdout).into_owned(), String::from_utf8_lossy(&o.stderr).into_owned())
+    (
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
 }
 
 #[test]
@@ -41,15 +55,27 @@ fn a_wrong_expected_npy_is_a_finding_with_the_differing_elements() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("case");
     copy_case(&corpus_case("features/conv-bias"), &dir);
-    let mut expected = pimdiff_oracle::io::read_case(&dir).unwrap().expected.unwrap();
+    let mut expected = pimdiff_oracle::io::read_case(&dir)
+        .unwrap()
+        .expected
+        .unwrap();
     let oracle = expected[[0, 1, 2, 3]];
     expected[[0, 1, 2, 3]] = oracle + 5;
     pimdiff_oracle::io::write_npy_atomic(&dir.join("expected.npy"), &expected).unwrap();
     let o = pimdiff(&["repro", dir.to_str().unwrap()]);
     let (out, err) = text(&o);
     assert_eq!(o.status.code(), Some(1), "{out}{err}");
-    assert!(out.contains("expected.npy disagrees with the oracle: 1 element(s) differ"), "{out}");
-    assert!(out.contains(&format!("at [0, 1, 2, 3]: expected.npy {}, oracle {oracle}", oracle + 5)), "{out}");
+    assert!(
+        out.contains("expected.npy disagrees with the oracle: 1 element(s) differ"),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!(
+            "at [0, 1, 2, 3]: expected.npy {}, oracle {oracle}",
+            oracle + 5
+        )),
+        "{out}"
+    );
 }
 
 #[test]
@@ -64,7 +90,10 @@ fn a_broken_case_json_is_bad_input_naming_the_field() {
     let o = pimdiff(&["repro", dir.to_str().unwrap()]);
     let (out, err) = text(&o);
     assert_eq!(o.status.code(), Some(2), "{out}{err}");
-    assert!(err.contains("case.json") && err.contains("op.groups"), "{err}");
+    assert!(
+        err.contains("case.json") && err.contains("op.groups"),
+        "{err}"
+    );
     let missing = pimdiff(&["repro", tmp.path().join("nowhere").to_str().unwrap()]);
     assert_eq!(missing.status.code(), Some(2));
 }
@@ -75,7 +104,11 @@ fn an_injected_bug_entry_is_a_finding_and_flags_choose_the_compiler() {
     let o = pimdiff(&["repro", corpus_case("bugs/missing-bias").to_str().unwrap()]);
     let (out, err) = text(&o);
     assert_eq!(o.status.code(), Some(1), "{out}{err}");
-    assert!(out.contains("compiler: in-repo pimdiff-compiler") && out.contains("+ injected bug missing-bias"), "{out}");
+    assert!(
+        out.contains("compiler: in-repo pimdiff-compiler")
+            && out.contains("+ injected bug missing-bias"),
+        "{out}"
+    );
     assert!(out.contains("outcome: mismatch:"), "{out}");
     assert!(out.contains("expectation: mismatch (met)"), "{out}");
 
@@ -83,9 +116,21 @@ fn an_injected_bug_entry_is_a_finding_and_flags_choose_the_compiler() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("case");
     copy_case(&corpus_case("features/conv-bias"), &dir);
-    let o = pimdiff(&["repro", dir.to_str().unwrap(), "--inject-bug", "missing-bias"]);
+    let o = pimdiff(&[
+        "repro",
+        dir.to_str().unwrap(),
+        "--inject-bug",
+        "missing-bias",
+    ]);
     assert_eq!(o.status.code(), Some(1), "{:?}", text(&o));
-    let o = pimdiff(&["repro", dir.to_str().unwrap(), "--no-skip-padding", "--no-weight-skipping", "--schedule", "random:7"]);
+    let o = pimdiff(&[
+        "repro",
+        dir.to_str().unwrap(),
+        "--no-skip-padding",
+        "--no-weight-skipping",
+        "--schedule",
+        "random:7",
+    ]);
     assert_eq!(o.status.code(), Some(0), "{:?}", text(&o));
     let o = pimdiff(&["repro", dir.to_str().unwrap(), "--schedule", "sometimes"]);
     assert_eq!(o.status.code(), Some(2), "{:?}", text(&o));
@@ -93,28 +138,54 @@ fn an_injected_bug_entry_is_a_finding_and_flags_choose_the_compiler() {
 
 #[test]
 fn an_unsupported_case_is_exit_1_with_its_reason() {
-    let o = pimdiff(&["repro", corpus_case("limits/not-enough-arrays").to_str().unwrap()]);
+    let o = pimdiff(&[
+        "repro",
+        corpus_case("limits/not-enough-arrays").to_str().unwrap(),
+    ]);
     let (out, _) = text(&o);
     assert_eq!(o.status.code(), Some(1), "{out}");
-    assert!(out.contains("outcome: unsupported: not enough crossbar arrays"), "{out}");
+    assert!(
+        out.contains("outcome: unsupported: not enough crossbar arrays"),
+        "{out}"
+    );
 }
 
 #[test]
 fn replay_prints_a_table_and_a_summary() {
-    let o = pimdiff(&["replay", corpus_case("features").to_str().unwrap(), corpus_case("bugs").to_str().unwrap()]);
+    let o = pimdiff(&[
+        "replay",
+        corpus_case("features").to_str().unwrap(),
+        corpus_case("bugs").to_str().unwrap(),
+    ]);
     let (out, err) = text(&o);
     assert_eq!(o.status.code(), Some(0), "{out}{err}");
-    assert!(out.lines().any(|l| l.starts_with("ok") && l.contains("bugs/recv-wrong-core") && l.contains("fault")), "{out}");
-    assert!(out.contains("case(s):") && out.contains("0 not as expected, 0 unreadable"), "{out}");
+    assert!(
+        out.lines().any(|l| l.starts_with("ok")
+            && l.contains("bugs/recv-wrong-core")
+            && l.contains("fault")),
+        "{out}"
+    );
+    assert!(
+        out.contains("case(s):") && out.contains("0 not as expected, 0 unreadable"),
+        "{out}"
+    );
 
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("case");
     copy_case(&corpus_case("features/mvm-plain"), &dir);
-    fs::write(dir.join("expect.json"), r#"{"format": 1, "expect": "mismatch"}"#).unwrap();
+    fs::write(
+        dir.join("expect.json"),
+        r#"{"format": 1, "expect": "mismatch"}"#,
+    )
+    .unwrap();
     let o = pimdiff(&["replay", tmp.path().to_str().unwrap()]);
     let (out, _) = text(&o);
     assert_eq!(o.status.code(), Some(1), "{out}");
-    assert!(out.contains("FAIL") && out.contains("1 case(s): 0 as expected, 1 not as expected, 0 unreadable"), "{out}");
+    assert!(
+        out.contains("FAIL")
+            && out.contains("1 case(s): 0 as expected, 1 not as expected, 0 unreadable"),
+        "{out}"
+    );
 
     fs::write(dir.join("weight.npy"), b"not npy").unwrap();
     let o = pimdiff(&["replay", tmp.path().to_str().unwrap()]);

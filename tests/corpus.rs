@@ -14,7 +14,7 @@
 
 use std::path::{Path, PathBuf};
 
-use pimdiff::corpus::{self, replay, Expectation, ExpectFile};
+use pimdiff::corpus::{self, replay, ExpectFile, Expectation};
 use pimdiff::driver::{check_case, CompilerUnderTest, RunConfig};
 use pimdiff::generate::{case_from_seed, GenConfig};
 use pimdiff::hunt::case_seed;
@@ -28,7 +28,13 @@ fn corpus_dir() -> PathBuf {
 }
 
 fn arch(cores: usize, arrays_per_core: usize, rows: usize, cols: usize) -> CaseArch {
-    CaseArch { cores, arrays_per_core, array_rows: rows, array_cols: cols, local_memory_bytes: 65536 }
+    CaseArch {
+        cores,
+        arrays_per_core,
+        array_rows: rows,
+        array_cols: cols,
+        local_memory_bytes: 65536,
+    }
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -47,14 +53,33 @@ fn conv(
     arch: CaseArch,
 ) -> CaseSpec {
     CaseSpec {
-        op: Op::Conv2d(Conv2d { in_channels: c, out_channels: k, kernel, stride, padding, dilation, groups, bias, relu }),
+        op: Op::Conv2d(Conv2d {
+            in_channels: c,
+            out_channels: k,
+            kernel,
+            stride,
+            padding,
+            dilation,
+            groups,
+            bias,
+            relu,
+        }),
         input_shape: vec![n, c, hw[0], hw[1]],
         arch,
     }
 }
 
 fn mvm(n: usize, inf: usize, outf: usize, bias: bool, relu: bool, arch: CaseArch) -> CaseSpec {
-    CaseSpec { op: Op::Mvm(Mvm { in_features: inf, out_features: outf, bias, relu }), input_shape: vec![n, inf], arch }
+    CaseSpec {
+        op: Op::Mvm(Mvm {
+            in_features: inf,
+            out_features: outf,
+            bias,
+            relu,
+        }),
+        input_shape: vec![n, inf],
+        arch,
+    }
 }
 
 /// One hand-picked entry: name, what it covers, the spec, the tensor seed, the expectation.
@@ -64,65 +89,406 @@ struct Recipe {
     spec: CaseSpec,
     seed: u64,
     expect: &'static str,
-    /// Shrink `local_memory_bytes` to the least the compiler accepts (tight local memory).
-    tight_memory: bool,
+    /// Overrides `arch.local_memory_bytes` (tight local memory). Chosen as the least the
+    /// compiler accepted when the entry was made; regeneration prints the current least.
+    local_memory: Option<usize>,
 }
 
 fn recipes() -> Vec<Recipe> {
     let a = arch(2, 8, 4, 4);
-    let r = |name, note, spec, seed, expect| Recipe { name, note, spec, seed, expect, tight_memory: false };
+    let r = |name, note, spec, seed, expect| Recipe {
+        name,
+        note,
+        spec,
+        seed,
+        expect,
+        local_memory: None,
+    };
     vec![
-        r("features/conv-plain", "3x3 conv, no padding: several input and output tiles", conv(1, 5, 6, [5, 5], [3, 3], [1, 1], [0; 4], [1, 1], 1, false, false, arch(3, 16, 4, 4)), 1, "pass"),
-        r("features/conv-padding", "symmetric padding 1: corner, edge and interior pixels skip different kernel positions", conv(1, 3, 4, [4, 4], [3, 3], [1, 1], [1; 4], [1, 1], 1, false, false, a), 2, "pass"),
-        r("features/conv-padding-asymmetric", "asymmetric padding larger than the kernel on one side", conv(1, 2, 3, [3, 4], [3, 2], [1, 1], [2, 0, 1, 3], [1, 1], 1, false, false, a), 3, "pass"),
-        r("features/conv-stride", "stride larger than the kernel, different along H and W", conv(1, 3, 2, [7, 6], [2, 2], [3, 2], [0; 4], [1, 1], 1, false, false, a), 4, "pass"),
-        r("features/conv-dilation", "dilation 2 with padding", conv(1, 2, 3, [6, 6], [3, 3], [1, 1], [1; 4], [2, 2], 1, false, false, a), 5, "pass"),
-        r("features/conv-groups", "2 groups: block-diagonal weights", conv(1, 4, 6, [4, 4], [3, 3], [1, 1], [1; 4], [1, 1], 2, false, false, arch(2, 16, 4, 4)), 6, "pass"),
-        r("features/conv-depthwise", "depthwise: groups = channels", conv(1, 4, 4, [4, 4], [3, 3], [1, 1], [1; 4], [1, 1], 4, false, false, arch(2, 32, 4, 4)), 7, "pass"),
-        r("features/conv-bias", "bias added once, on the final sum", conv(1, 5, 3, [4, 4], [3, 3], [1, 1], [1; 4], [1, 1], 1, true, false, arch(3, 8, 4, 4)), 8, "pass"),
-        r("features/conv-relu", "ReLU on the final sum, never on partial sums", conv(1, 6, 3, [4, 4], [2, 2], [1, 1], [0; 4], [1, 1], 1, true, true, a), 9, "pass"),
-        r("features/conv-batch", "batch of 3: per-image offsets", conv(3, 2, 3, [3, 3], [2, 2], [1, 1], [1; 4], [1, 1], 1, true, false, a), 10, "pass"),
-        r("features/conv-1x1-arrays", "1x1 crossbar arrays: one cell per array", conv(1, 2, 2, [3, 3], [2, 2], [1, 1], [0; 4], [1, 1], 1, false, false, arch(2, 16, 1, 1)), 11, "pass"),
-        r("features/conv-1-row-arrays", "1-row arrays: every input channel its own tile", conv(1, 3, 4, [3, 3], [1, 1], [1, 1], [0; 4], [1, 1], 1, false, false, arch(1, 16, 1, 4)), 12, "pass"),
-        r("features/conv-multicore-reduction", "partial sums of one output tile spread over cores: send/recv + vvadd", conv(1, 9, 3, [3, 3], [3, 3], [1, 1], [1; 4], [1, 1], 1, true, true, arch(4, 8, 4, 4)), 13, "pass"),
-        r("features/conv-kernel-larger-than-input", "kernel larger than the unpadded input, one-pixel output", conv(1, 2, 2, [2, 2], [3, 3], [1, 1], [1; 4], [1, 1], 1, false, false, a), 14, "pass"),
-        Recipe { tight_memory: true, ..r("features/conv-tight-local-memory", "local memory shrunk to the least the compiler accepts", conv(1, 3, 4, [5, 5], [3, 3], [1, 1], [1; 4], [1, 1], 1, true, false, a), 15, "pass") },
-        r("features/mvm-plain", "MVM, several input and output tiles", mvm(1, 10, 7, false, false, a), 16, "pass"),
-        r("features/mvm-bias-relu-batch", "MVM with bias, ReLU, batch 2", mvm(2, 6, 5, true, true, a), 17, "pass"),
-        r("features/mvm-multicore", "MVM reduced across cores", mvm(1, 16, 4, true, false, arch(4, 1, 4, 4)), 18, "pass"),
-        r("limits/not-enough-arrays", "more crossbars than the chip has: declined, not miscompiled", conv(1, 8, 8, [4, 4], [3, 3], [1, 1], [1; 4], [1, 1], 1, false, false, arch(1, 2, 4, 4)), 19, "unsupported: not enough crossbar arrays"),
+        r(
+            "features/conv-plain",
+            "3x3 conv, no padding: several input and output tiles",
+            conv(
+                1,
+                5,
+                6,
+                [5, 5],
+                [3, 3],
+                [1, 1],
+                [0; 4],
+                [1, 1],
+                1,
+                false,
+                false,
+                arch(3, 16, 4, 4),
+            ),
+            1,
+            "pass",
+        ),
+        r(
+            "features/conv-padding",
+            "symmetric padding 1: corner, edge and interior pixels skip different kernel positions",
+            conv(
+                1,
+                3,
+                4,
+                [4, 4],
+                [3, 3],
+                [1, 1],
+                [1; 4],
+                [1, 1],
+                1,
+                false,
+                false,
+                a,
+            ),
+            2,
+            "pass",
+        ),
+        r(
+            "features/conv-padding-asymmetric",
+            "asymmetric padding larger than the kernel on one side",
+            conv(
+                1,
+                2,
+                3,
+                [3, 4],
+                [3, 2],
+                [1, 1],
+                [2, 0, 1, 3],
+                [1, 1],
+                1,
+                false,
+                false,
+                a,
+            ),
+            3,
+            "pass",
+        ),
+        r(
+            "features/conv-stride",
+            "stride larger than the kernel, different along H and W",
+            conv(
+                1,
+                3,
+                2,
+                [7, 6],
+                [2, 2],
+                [3, 2],
+                [0; 4],
+                [1, 1],
+                1,
+                false,
+                false,
+                a,
+            ),
+            4,
+            "pass",
+        ),
+        r(
+            "features/conv-dilation",
+            "dilation 2 with padding",
+            conv(
+                1,
+                2,
+                3,
+                [6, 6],
+                [3, 3],
+                [1, 1],
+                [1; 4],
+                [2, 2],
+                1,
+                false,
+                false,
+                a,
+            ),
+            5,
+            "pass",
+        ),
+        r(
+            "features/conv-groups",
+            "2 groups: block-diagonal weights",
+            conv(
+                1,
+                4,
+                6,
+                [4, 4],
+                [3, 3],
+                [1, 1],
+                [1; 4],
+                [1, 1],
+                2,
+                false,
+                false,
+                arch(2, 16, 4, 4),
+            ),
+            6,
+            "pass",
+        ),
+        r(
+            "features/conv-depthwise",
+            "depthwise: groups = channels",
+            conv(
+                1,
+                4,
+                4,
+                [4, 4],
+                [3, 3],
+                [1, 1],
+                [1; 4],
+                [1, 1],
+                4,
+                false,
+                false,
+                arch(2, 32, 4, 4),
+            ),
+            7,
+            "pass",
+        ),
+        r(
+            "features/conv-bias",
+            "bias added once, on the final sum",
+            conv(
+                1,
+                5,
+                3,
+                [4, 4],
+                [3, 3],
+                [1, 1],
+                [1; 4],
+                [1, 1],
+                1,
+                true,
+                false,
+                arch(3, 8, 4, 4),
+            ),
+            8,
+            "pass",
+        ),
+        r(
+            "features/conv-relu",
+            "ReLU on the final sum, never on partial sums",
+            conv(
+                1,
+                6,
+                3,
+                [4, 4],
+                [2, 2],
+                [1, 1],
+                [0; 4],
+                [1, 1],
+                1,
+                true,
+                true,
+                a,
+            ),
+            9,
+            "pass",
+        ),
+        r(
+            "features/conv-batch",
+            "batch of 3: per-image offsets",
+            conv(
+                3,
+                2,
+                3,
+                [3, 3],
+                [2, 2],
+                [1, 1],
+                [1; 4],
+                [1, 1],
+                1,
+                true,
+                false,
+                a,
+            ),
+            10,
+            "pass",
+        ),
+        r(
+            "features/conv-1x1-arrays",
+            "1x1 crossbar arrays: one cell per array",
+            conv(
+                1,
+                2,
+                2,
+                [3, 3],
+                [2, 2],
+                [1, 1],
+                [0; 4],
+                [1, 1],
+                1,
+                false,
+                false,
+                arch(2, 16, 1, 1),
+            ),
+            11,
+            "pass",
+        ),
+        r(
+            "features/conv-1-row-arrays",
+            "1-row arrays: every input channel its own tile",
+            conv(
+                1,
+                3,
+                4,
+                [3, 3],
+                [1, 1],
+                [1, 1],
+                [0; 4],
+                [1, 1],
+                1,
+                false,
+                false,
+                arch(1, 16, 1, 4),
+            ),
+            12,
+            "pass",
+        ),
+        r(
+            "features/conv-multicore-reduction",
+            "partial sums of one output tile spread over cores: send/recv + vvadd",
+            conv(
+                1,
+                9,
+                3,
+                [3, 3],
+                [3, 3],
+                [1, 1],
+                [1; 4],
+                [1, 1],
+                1,
+                true,
+                true,
+                arch(4, 8, 4, 4),
+            ),
+            13,
+            "pass",
+        ),
+        r(
+            "features/conv-kernel-larger-than-input",
+            "kernel larger than the unpadded input, one-pixel output",
+            conv(
+                1,
+                2,
+                2,
+                [2, 2],
+                [3, 3],
+                [1, 1],
+                [1; 4],
+                [1, 1],
+                1,
+                false,
+                false,
+                a,
+            ),
+            14,
+            "pass",
+        ),
+        Recipe {
+            local_memory: Some(92),
+            ..r(
+                "features/conv-tight-local-memory",
+                "local memory shrunk to the least the compiler accepted when the entry was made",
+                conv(
+                    1,
+                    3,
+                    4,
+                    [5, 5],
+                    [3, 3],
+                    [1, 1],
+                    [1; 4],
+                    [1, 1],
+                    1,
+                    true,
+                    false,
+                    a,
+                ),
+                15,
+                "pass",
+            )
+        },
+        r(
+            "features/mvm-plain",
+            "MVM, several input and output tiles",
+            mvm(1, 10, 7, false, false, a),
+            16,
+            "pass",
+        ),
+        r(
+            "features/mvm-bias-relu-batch",
+            "MVM with bias, ReLU, batch 2",
+            mvm(2, 6, 5, true, true, a),
+            17,
+            "pass",
+        ),
+        r(
+            "features/mvm-multicore",
+            "MVM reduced across cores",
+            mvm(1, 16, 4, true, false, arch(4, 1, 4, 4)),
+            18,
+            "pass",
+        ),
+        r(
+            "limits/not-enough-arrays",
+            "more crossbars than the chip has: declined, not miscompiled",
+            conv(
+                1,
+                8,
+                8,
+                [4, 4],
+                [3, 3],
+                [1, 1],
+                [1; 4],
+                [1, 1],
+                1,
+                false,
+                false,
+                arch(1, 2, 4, 4),
+            ),
+            19,
+            "unsupported: not enough crossbar arrays",
+        ),
     ]
 }
 
 /// The seed the bug entries are hunted from.
 const BUG_HUNT_SEED: u64 = 2026;
 
-/// The case of a recipe: random tensors from its seed, the expected output from the oracle,
-/// the local memory shrunk when asked.
+/// The case of a recipe: random tensors from its seed, the expected output from the oracle.
 fn build(recipe: &Recipe) -> Case {
     let mut spec = recipe.spec.clone();
-    if recipe.tight_memory {
-        let fits = |bytes: usize| {
-            let mut s = spec.clone();
-            s.arch.local_memory_bytes = bytes;
-            let case = pimdiff_oracle::random_tensors(&s, recipe.seed).unwrap();
-            compile(&case, &CompileOptions::default()).is_ok()
-        };
-        let (mut lo, mut hi) = (1usize, spec.arch.local_memory_bytes);
-        assert!(fits(hi), "{}: does not compile even with {hi} bytes", recipe.name);
-        while lo < hi {
-            let mid = (lo + hi) / 2;
-            if fits(mid) {
-                hi = mid;
-            } else {
-                lo = mid + 1;
-            }
-        }
-        spec.arch.local_memory_bytes = hi;
+    if let Some(bytes) = recipe.local_memory {
+        spec.arch.local_memory_bytes = bytes;
     }
     let mut case = pimdiff_oracle::random_tensors(&spec, recipe.seed).unwrap();
     case.expected = Some(pimdiff_oracle::reference(&case).unwrap());
     case
+}
+
+/// The least local memory with which the in-repo compiler accepts the recipe's case today.
+fn least_local_memory(recipe: &Recipe) -> usize {
+    let fits = |bytes: usize| {
+        let mut spec = recipe.spec.clone();
+        spec.arch.local_memory_bytes = bytes;
+        let case = pimdiff_oracle::random_tensors(&spec, recipe.seed).unwrap();
+        compile(&case, &CompileOptions::default()).is_ok()
+    };
+    let (mut lo, mut hi) = (1usize, recipe.spec.arch.local_memory_bytes);
+    assert!(
+        fits(hi),
+        "{}: does not compile even with {hi} bytes",
+        recipe.name
+    );
+    while lo < hi {
+        let mid = (lo + hi) / 2;
+        if fits(mid) {
+            hi = mid;
+        } else {
+            lo = mid + 1;
+        }
+    }
+    hi
 }
 
 fn write_entry(dir: &Path, case: &Case, expect: ExpectFile) {
@@ -145,7 +511,12 @@ fn hunt_bug(bug: BugClass) -> (Case, String) {
             let m = minimize(&case, &run, &sig, &MinimizeConfig::default());
             let mut small = m.case;
             small.expected = Some(pimdiff_oracle::reference(&small).unwrap());
-            println!("{}: k={k}, size {} -> {}, {sig}", bug.name(), case_size(&case), case_size(&small));
+            println!(
+                "{}: k={k}, size {} -> {}, {sig}",
+                bug.name(),
+                case_size(&case),
+                case_size(&small)
+            );
             return (small, m.signature.kind.clone());
         }
     }
@@ -154,6 +525,13 @@ fn hunt_bug(bug: BugClass) -> (Case, String) {
 
 fn regenerate() {
     for recipe in recipes() {
+        if let Some(bytes) = recipe.local_memory {
+            println!(
+                "{}: local memory {bytes} bytes; the compiler accepts {} today",
+                recipe.name,
+                least_local_memory(&recipe)
+            );
+        }
         let case = build(&recipe);
         let expect = ExpectFile {
             format: corpus::META_FORMAT,
@@ -187,7 +565,11 @@ fn the_corpus_matches_its_recipes() {
         let dir = corpus_dir().join(recipe.name);
         let entry = corpus::load_entry(&dir).unwrap_or_else(|e| panic!("{e}"));
         let built = build(&recipe);
-        assert_eq!(entry.case, built, "{}: differs from its recipe (regenerate the corpus)", recipe.name);
+        assert_eq!(
+            entry.case, built,
+            "{}: differs from its recipe (regenerate the corpus)",
+            recipe.name
+        );
         let expect = entry.meta.expect_file.unwrap();
         assert_eq!(expect.expect.to_string(), recipe.expect, "{}", recipe.name);
     }

@@ -5,20 +5,29 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use pimdiff::corpus::{
-    self, clean_temp_dirs, discover, read_entry_meta, replay, save_finding, AtomicDir, CorpusError, ExpectFile,
-    Expectation, ExpectationParseError, FindingMeta, MinimizationStats, Observed, Origin,
+    self, clean_temp_dirs, discover, read_entry_meta, replay, save_finding, AtomicDir, CorpusError,
+    ExpectFile, Expectation, ExpectationParseError, FindingMeta, MinimizationStats, Observed,
+    Origin,
 };
 use pimdiff::driver::{check_case, RunConfig};
 use pimdiff_oracle::io::{read_case, write_npy_atomic};
 
 fn corpus_case(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("corpus").join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("corpus")
+        .join(name)
 }
 
 /// Copies the case files (not the metadata) of a corpus entry into `dest`.
 fn copy_case(src: &Path, dest: &Path) {
     fs::create_dir_all(dest).unwrap();
-    for f in ["case.json", "input.npy", "weight.npy", "bias.npy", "expected.npy"] {
+    for f in [
+        "case.json",
+        "input.npy",
+        "weight.npy",
+        "bias.npy",
+        "expected.npy",
+    ] {
         if src.join(f).exists() {
             fs::copy(src.join(f), dest.join(f)).unwrap();
         }
@@ -50,7 +59,10 @@ fn an_interrupted_write_leaves_nothing_visible_and_is_cleaned_next_time() {
     assert!(!dest.exists());
     assert_eq!(visible(tmp.path()), Vec::<String>::new());
     assert_eq!(all_entries(tmp.path()), 1);
-    assert!(matches!(discover(&[tmp.path().to_path_buf()]), Err(CorpusError::NoCases { .. })));
+    assert!(matches!(
+        discover(&[tmp.path().to_path_buf()]),
+        Err(CorpusError::NoCases { .. })
+    ));
     assert_eq!(clean_temp_dirs(tmp.path()).unwrap(), 1);
     assert_eq!(all_entries(tmp.path()), 0);
 }
@@ -69,7 +81,10 @@ fn a_failed_write_removes_its_temporary_directory_and_a_commit_is_complete() {
     fs::write(dir.path().join("a"), "1").unwrap();
     assert_eq!(dir.commit().unwrap(), dest);
     assert_eq!(fs::read_to_string(dest.join("a")).unwrap(), "1");
-    assert!(matches!(AtomicDir::create(&dest), Err(CorpusError::Exists { .. })));
+    assert!(matches!(
+        AtomicDir::create(&dest),
+        Err(CorpusError::Exists { .. })
+    ));
 }
 
 #[test]
@@ -77,18 +92,30 @@ fn expectations_parse_print_and_match() {
     let cases = [
         ("pass", Expectation::Pass),
         ("unsupported", Expectation::Unsupported(None)),
-        ("unsupported: not enough", Expectation::Unsupported(Some("not enough".into()))),
+        (
+            "unsupported: not enough",
+            Expectation::Unsupported(Some("not enough".into())),
+        ),
         ("fault", Expectation::Kind("fault".into())),
         ("finding", Expectation::AnyFinding),
-        ("signature: fault: recv: SizeMismatch", Expectation::Signature("fault: recv: SizeMismatch".into())),
+        (
+            "signature: fault: recv: SizeMismatch",
+            Expectation::Signature("fault: recv: SizeMismatch".into()),
+        ),
     ];
     for (text, e) in cases {
         assert_eq!(Expectation::parse(text), Ok(e.clone()));
         assert_eq!(e.to_string(), text);
     }
     assert_eq!(Expectation::parse(" "), Err(ExpectationParseError::Empty));
-    assert_eq!(Expectation::parse("signature:"), Err(ExpectationParseError::EmptySignature));
-    assert_eq!(Expectation::parse("crash"), Err(ExpectationParseError::Unknown("crash".into())));
+    assert_eq!(
+        Expectation::parse("signature:"),
+        Err(ExpectationParseError::EmptySignature)
+    );
+    assert_eq!(
+        Expectation::parse("crash"),
+        Err(ExpectationParseError::Unknown("crash".into()))
+    );
 
     let fault = Observed {
         kind: "fault".into(),
@@ -102,18 +129,28 @@ fn expectations_parse_print_and_match() {
         signature: None,
         unsupported_reason: Some("not enough crossbar arrays: 3 needed".into()),
     };
-    assert!(Expectation::parse("signature: fault: recv: SizeMismatch").unwrap().is_met_by(&fault));
+    assert!(Expectation::parse("signature: fault: recv: SizeMismatch")
+        .unwrap()
+        .is_met_by(&fault));
     assert!(Expectation::AnyFinding.is_met_by(&fault));
     assert!(!Expectation::Pass.is_met_by(&fault));
-    assert!(Expectation::parse("unsupported: not enough").unwrap().is_met_by(&unsupported));
-    assert!(!Expectation::parse("unsupported: memory").unwrap().is_met_by(&unsupported));
+    assert!(Expectation::parse("unsupported: not enough")
+        .unwrap()
+        .is_met_by(&unsupported));
+    assert!(!Expectation::parse("unsupported: memory")
+        .unwrap()
+        .is_met_by(&unsupported));
     assert!(!Expectation::AnyFinding.is_met_by(&unsupported));
 }
 
 #[test]
 fn bad_metadata_is_refused_with_the_file_and_field() {
     let tmp = tempfile::tempdir().unwrap();
-    fs::write(tmp.path().join("expect.json"), r#"{"format": 1, "expect": "crash"}"#).unwrap();
+    fs::write(
+        tmp.path().join("expect.json"),
+        r#"{"format": 1, "expect": "crash"}"#,
+    )
+    .unwrap();
     match read_entry_meta(tmp.path()) {
         Err(CorpusError::BadExpectation { path, problem }) => {
             assert_eq!(path, tmp.path().join("expect.json"));
@@ -121,14 +158,31 @@ fn bad_metadata_is_refused_with_the_file_and_field() {
         }
         other => panic!("{other:?}"),
     }
-    fs::write(tmp.path().join("expect.json"), r#"{"format": 2, "expect": "pass"}"#).unwrap();
-    assert!(matches!(read_entry_meta(tmp.path()), Err(CorpusError::UnsupportedFormat { found: 2, .. })));
-    fs::write(tmp.path().join("expect.json"), r#"{"format": 1, "expect": "pass", "colour": 1}"#).unwrap();
+    fs::write(
+        tmp.path().join("expect.json"),
+        r#"{"format": 2, "expect": "pass"}"#,
+    )
+    .unwrap();
+    assert!(matches!(
+        read_entry_meta(tmp.path()),
+        Err(CorpusError::UnsupportedFormat { found: 2, .. })
+    ));
+    fs::write(
+        tmp.path().join("expect.json"),
+        r#"{"format": 1, "expect": "pass", "colour": 1}"#,
+    )
+    .unwrap();
     match read_entry_meta(tmp.path()) {
-        Err(CorpusError::Json { message, .. }) => assert!(message.contains("unknown field `colour`"), "{message}"),
+        Err(CorpusError::Json { message, .. }) => {
+            assert!(message.contains("unknown field `colour`"), "{message}")
+        }
         other => panic!("{other:?}"),
     }
-    fs::write(tmp.path().join("expect.json"), r#"{"format": 1, "expect": "pass", "mutation": "gremlins"}"#).unwrap();
+    fs::write(
+        tmp.path().join("expect.json"),
+        r#"{"format": 1, "expect": "pass", "mutation": "gremlins"}"#,
+    )
+    .unwrap();
     copy_case(&corpus_case("features/mvm-plain"), tmp.path());
     match corpus::load_entry(tmp.path()) {
         Err(corpus::EntryError::UnknownMutation { name, .. }) => assert_eq!(name, "gremlins"),
@@ -150,15 +204,34 @@ fn a_saved_finding_round_trips() {
         expect: Expectation::Pass,
         compiler: "test compiler".into(),
         pimdiff_version: "0.1.0".into(),
-        origin: Some(Origin { hunt_seed: 1, case_index: 2, case_seed: 3 }),
+        origin: Some(Origin {
+            hunt_seed: 1,
+            case_index: 2,
+            case_seed: 3,
+        }),
         generator: serde_json::json!({}),
-        minimization: Some(MinimizationStats { tried: 5, kept: 2, original_size: 100, minimized_size: 10, cut_short: false }),
+        minimization: Some(MinimizationStats {
+            tried: 5,
+            kept: 2,
+            original_size: 100,
+            minimized_size: 10,
+            cut_short: false,
+        }),
     };
     let dest = tmp.path().join("findings").join("001-x");
     save_finding(&dest, &case, result.bundle.as_ref(), "# report\n", &meta).unwrap();
     assert_eq!(
         visible(&dest),
-        ["bias.npy", "bundle", "case.json", "expected.npy", "finding.json", "input.npy", "report.md", "weight.npy"]
+        [
+            "bias.npy",
+            "bundle",
+            "case.json",
+            "expected.npy",
+            "finding.json",
+            "input.npy",
+            "report.md",
+            "weight.npy"
+        ]
     );
     assert_eq!(all_entries(&tmp.path().join("findings")), 1);
     let entry = corpus::load_entry(&dest).unwrap();
@@ -176,8 +249,17 @@ fn replay_compares_each_case_with_its_expectation() {
     // expected.npy contradicts the oracle.
     let good = tmp.path().join("a-good");
     copy_case(&corpus_case("features/conv-relu"), &good);
-    corpus::write_json(&good, "expect.json", &ExpectFile { format: 1, expect: Expectation::Pass, note: String::new(), mutation: None })
-        .unwrap();
+    corpus::write_json(
+        &good,
+        "expect.json",
+        &ExpectFile {
+            format: 1,
+            expect: Expectation::Pass,
+            note: String::new(),
+            mutation: None,
+        },
+    )
+    .unwrap();
     let plain = tmp.path().join("b-plain");
     copy_case(&corpus_case("features/mvm-plain"), &plain);
     let wrong = tmp.path().join("nested").join("c-wrong-expected");
@@ -189,16 +271,30 @@ fn replay_compares_each_case_with_its_expectation() {
     let rows = replay(&[tmp.path().to_path_buf()], &RunConfig::default()).unwrap();
     let summary: Vec<(String, bool)> = rows
         .iter()
-        .map(|r| (r.dir.strip_prefix(tmp.path()).unwrap().display().to_string(), r.ok()))
+        .map(|r| {
+            (
+                r.dir
+                    .strip_prefix(tmp.path())
+                    .unwrap()
+                    .display()
+                    .to_string(),
+                r.ok(),
+            )
+        })
         .collect();
     assert_eq!(
         summary,
-        [("a-good".to_string(), true), ("b-plain".to_string(), true), ("nested/c-wrong-expected".to_string(), false)]
+        [
+            ("a-good".to_string(), true),
+            ("b-plain".to_string(), true),
+            ("nested/c-wrong-expected".to_string(), false)
+        ]
     );
     let wrong_row = rows[2].result.as_ref().unwrap();
     assert_eq!(wrong_row.observed.kind, "pass");
-    let (count, first) = wrong_row.expected_disagrees.clone().unwrap();
-    assert_eq!(count, 1);
-    assert_eq!(first[0].0, vec![0, 3]);
-    assert_eq!(first[0].1, first[0].2 + 1);
+    let d = wrong_row.expected_disagrees.clone().unwrap();
+    assert_eq!(d.count, 1);
+    assert_eq!(d.first.len(), 1);
+    assert_eq!(d.first[0].0, vec![0, 3]);
+    assert_eq!(d.first[0].1, d.first[0].2 + 1);
 }

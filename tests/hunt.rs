@@ -19,7 +19,10 @@ fn config(out: &Path, cases: u64, jobs: usize, shard: Shard) -> HuntConfig {
         shard,
         generator: GenConfig::default(),
         run: RunConfig::with_compiler(CompilerUnderTest::Mutated(BugClass::MissingBias)),
-        minimize: MinimizeConfig { time_budget: Duration::from_secs(30), ..MinimizeConfig::default() },
+        minimize: MinimizeConfig {
+            time_budget: Duration::from_secs(30),
+            ..MinimizeConfig::default()
+        },
         out: out.to_path_buf(),
     }
 }
@@ -50,7 +53,14 @@ fn the_same_seed_gives_the_same_findings_whatever_the_thread_count() {
     assert_eq!(stable(&read_summary(&a)), stable(&one));
     // The saved cases are byte-identical.
     for f in &one.findings {
-        for file in ["case.json", "input.npy", "weight.npy", "expected.npy", "finding.json", "report.md"] {
+        for file in [
+            "case.json",
+            "input.npy",
+            "weight.npy",
+            "expected.npy",
+            "finding.json",
+            "report.md",
+        ] {
             let x = fs::read(a.join(&f.dir).join(file)).unwrap();
             let y = fs::read(b.join(&f.dir).join(file)).unwrap();
             assert!(x == y, "{}/{file} differs between the runs", f.dir);
@@ -69,12 +79,28 @@ fn the_same_seed_gives_the_same_findings_whatever_the_thread_count() {
 #[test]
 fn shards_split_the_cases_of_an_unsharded_hunt() {
     let tmp = tempfile::tempdir().unwrap();
-    let whole = run_hunt(&config(&tmp.path().join("w"), 200, 2, Shard::ALL), &HuntControl::default()).unwrap();
-    let s0 = run_hunt(&config(&tmp.path().join("s0"), 200, 2, Shard::new(0, 2).unwrap()), &HuntControl::default()).unwrap();
-    let s1 = run_hunt(&config(&tmp.path().join("s1"), 200, 2, Shard::new(1, 2).unwrap()), &HuntControl::default()).unwrap();
+    let whole = run_hunt(
+        &config(&tmp.path().join("w"), 200, 2, Shard::ALL),
+        &HuntControl::default(),
+    )
+    .unwrap();
+    let s0 = run_hunt(
+        &config(&tmp.path().join("s0"), 200, 2, Shard::new(0, 2).unwrap()),
+        &HuntControl::default(),
+    )
+    .unwrap();
+    let s1 = run_hunt(
+        &config(&tmp.path().join("s1"), 200, 2, Shard::new(1, 2).unwrap()),
+        &HuntControl::default(),
+    )
+    .unwrap();
     assert_eq!((s0.cases_run, s1.cases_run), (100, 100));
     for (kind, n) in &whole.outcomes {
-        assert_eq!(s0.outcomes.get(kind).unwrap_or(&0) + s1.outcomes.get(kind).unwrap_or(&0), *n, "{kind}");
+        assert_eq!(
+            s0.outcomes.get(kind).unwrap_or(&0) + s1.outcomes.get(kind).unwrap_or(&0),
+            *n,
+            "{kind}"
+        );
     }
     assert!(s0.findings.iter().all(|f| f.case_index % 2 == 0));
     assert!(s1.findings.iter().all(|f| f.case_index % 2 == 1));
@@ -88,8 +114,13 @@ fn shards_split_the_cases_of_an_unsharded_hunt() {
             .map(|g| g.case_index)
             .collect();
         assert_eq!(firsts.iter().min(), Some(&f.case_index), "{}", f.signature);
-        let occurrences: u64 =
-            s0.findings.iter().chain(&s1.findings).filter(|g| g.signature == f.signature).map(|g| g.occurrences).sum();
+        let occurrences: u64 = s0
+            .findings
+            .iter()
+            .chain(&s1.findings)
+            .filter(|g| g.signature == f.signature)
+            .map(|g| g.occurrences)
+            .sum();
         assert_eq!(occurrences, f.occurrences);
     }
 }
@@ -99,7 +130,11 @@ fn a_stopped_hunt_still_writes_its_summary_and_an_aborted_minimization_saves_unm
     let tmp = tempfile::tempdir().unwrap();
     let control = HuntControl::default();
     control.stop.store(true, Ordering::SeqCst);
-    let s = run_hunt(&config(&tmp.path().join("stopped"), 1000, 2, Shard::ALL), &control).unwrap();
+    let s = run_hunt(
+        &config(&tmp.path().join("stopped"), 1000, 2, Shard::ALL),
+        &control,
+    )
+    .unwrap();
     assert!(s.interrupted);
     assert_eq!(s.cases_run, 0);
     assert!(tmp.path().join("stopped/summary.md").is_file());
@@ -107,7 +142,11 @@ fn a_stopped_hunt_still_writes_its_summary_and_an_aborted_minimization_saves_unm
 
     let control = HuntControl::default();
     control.abort_minimization.store(true, Ordering::SeqCst);
-    let s = run_hunt(&config(&tmp.path().join("unminimized"), 100, 2, Shard::ALL), &control).unwrap();
+    let s = run_hunt(
+        &config(&tmp.path().join("unminimized"), 100, 2, Shard::ALL),
+        &control,
+    )
+    .unwrap();
     assert!(!s.findings.is_empty());
     for f in &s.findings {
         assert_eq!((f.minimization.tried, f.minimization.cut_short), (0, true));
@@ -122,7 +161,16 @@ fn an_output_directory_with_earlier_findings_is_refused_and_leftovers_are_cleane
     fs::create_dir_all(out.join("findings/.pimdiff-tmp-001-x-1-0")).unwrap();
     let s = run_hunt(&config(&out, 50, 1, Shard::ALL), &HuntControl::default()).unwrap();
     assert!(!s.findings.is_empty());
-    let hidden = fs::read_dir(out.join("findings")).unwrap().filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().starts_with('.')).count();
+    let hidden = fs::read_dir(out.join("findings"))
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .starts_with('.')
+        })
+        .count();
     assert_eq!(hidden, 0);
     match run_hunt(&config(&out, 50, 1, Shard::ALL), &HuntControl::default()) {
         Err(HuntError::OutNotEmpty { path }) => assert_eq!(path, out.join("findings")),
@@ -138,5 +186,13 @@ fn the_correct_compiler_passes_a_short_hunt() {
     let s = run_hunt(&cfg, &HuntControl::default()).unwrap();
     assert_eq!(s.findings, vec![]);
     assert_eq!(s.outcomes.values().sum::<u64>(), 300);
-    assert_eq!(s.outcomes.keys().filter(|k| *k != "pass" && *k != "unsupported").count(), 0, "{:?}", s.outcomes);
+    assert_eq!(
+        s.outcomes
+            .keys()
+            .filter(|k| *k != "pass" && *k != "unsupported")
+            .count(),
+        0,
+        "{:?}",
+        s.outcomes
+    );
 }

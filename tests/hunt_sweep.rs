@@ -6,21 +6,35 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
-use pimdiff::hunt::{case_seed, parse_duration, sweep, DurationError, Limit, Observation, Shard, ShardError};
+use pimdiff::hunt::{
+    case_seed, parse_duration, sweep, DurationError, Limit, Observation, Shard, ShardError,
+};
 
 fn pool(threads: usize) -> rayon::ThreadPool {
-    rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap()
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .unwrap()
 }
 
 /// A fake checker: every 7th index is a finding whose signature is `k % 3`; every 11th is
 /// unsupported; the rest pass.
 fn fake(k: u64) -> Observation<u64> {
     if k % 7 == 3 {
-        Observation { kind: "mismatch", signature: Some(k % 3) }
+        Observation {
+            kind: "mismatch",
+            signature: Some(k % 3),
+        }
     } else if k % 11 == 0 {
-        Observation { kind: "unsupported", signature: None }
+        Observation {
+            kind: "unsupported",
+            signature: None,
+        }
     } else {
-        Observation { kind: "pass", signature: None }
+        Observation {
+            kind: "pass",
+            signature: None,
+        }
     }
 }
 
@@ -35,9 +49,15 @@ fn case_seeds_are_distinct_and_depend_on_the_hunt_seed() {
 #[test]
 fn shards_parse_and_check() {
     assert_eq!("2/5".parse::<Shard>(), Ok(Shard { index: 2, count: 5 }));
-    assert_eq!("5/5".parse::<Shard>(), Err(ShardError::IndexTooLarge { index: 5, count: 5 }));
+    assert_eq!(
+        "5/5".parse::<Shard>(),
+        Err(ShardError::IndexTooLarge { index: 5, count: 5 })
+    );
     assert_eq!("0/0".parse::<Shard>(), Err(ShardError::ZeroCount));
-    assert_eq!("1-2".parse::<Shard>(), Err(ShardError::Syntax("1-2".into())));
+    assert_eq!(
+        "1-2".parse::<Shard>(),
+        Err(ShardError::Syntax("1-2".into()))
+    );
     assert_eq!(Shard { index: 1, count: 3 }.to_string(), "1/3");
     assert_eq!(Shard { index: 1, count: 3 }.count_below(10), 3); // 1, 4, 7
     assert_eq!(Shard { index: 0, count: 3 }.count_below(10), 4); // 0, 3, 6, 9
@@ -53,18 +73,41 @@ fn durations_parse() {
     assert_eq!(parse_duration("1h30m"), Ok(Duration::from_secs(5400)));
     assert_eq!(parse_duration("90"), Ok(Duration::from_secs(90)));
     assert_eq!(parse_duration(""), Err(DurationError::Empty));
-    assert_eq!(parse_duration("10x"), Err(DurationError::Syntax("10x".into())));
+    assert_eq!(
+        parse_duration("10x"),
+        Err(DurationError::Syntax("10x".into()))
+    );
     assert_eq!(parse_duration("m"), Err(DurationError::Syntax("m".into())));
-    assert_eq!(parse_duration("99999999999999999999h"), Err(DurationError::Overflow("99999999999999999999h".into())));
+    assert_eq!(
+        parse_duration("99999999999999999999h"),
+        Err(DurationError::Overflow("99999999999999999999h".into()))
+    );
 }
 
 #[test]
 fn a_sweep_does_not_depend_on_thread_count() {
     let stop = AtomicBool::new(false);
-    let one = sweep(Limit::Cases(1000), Shard::ALL, &pool(1), &stop, fake, |_| {});
-    let two = sweep(Limit::Cases(1000), Shard::ALL, &pool(2), &stop, fake, |_| {});
+    let one = sweep(
+        Limit::Cases(1000),
+        Shard::ALL,
+        &pool(1),
+        &stop,
+        fake,
+        |_| {},
+    );
+    let two = sweep(
+        Limit::Cases(1000),
+        Shard::ALL,
+        &pool(2),
+        &stop,
+        fake,
+        |_| {},
+    );
     assert_eq!(one.cases_run, 1000);
-    assert_eq!((one.counts.clone(), one.firsts.clone()), (two.counts, two.firsts));
+    assert_eq!(
+        (one.counts.clone(), one.firsts.clone()),
+        (two.counts, two.firsts)
+    );
     // k ≡ 3 (mod 7): 3 (sig 0), 10 (sig 1), 17 (sig 2).
     let firsts: Vec<(u64, u64)> = one.firsts.iter().map(|f| (f.index, f.signature)).collect();
     assert_eq!(firsts, vec![(3, 0), (10, 1), (17, 2)]);
@@ -119,7 +162,11 @@ fn a_stop_request_ends_the_sweep_and_a_deadline_ends_a_timed_one() {
         |_| {},
     );
     assert!(s.interrupted);
-    assert!(s.cases_run < 1_000, "ran {} cases after the stop", s.cases_run);
+    assert!(
+        s.cases_run < 1_000,
+        "ran {} cases after the stop",
+        s.cases_run
+    );
 
     let never = AtomicBool::new(false);
     let timed = sweep(

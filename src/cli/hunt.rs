@@ -28,7 +28,12 @@ pub struct Args {
     #[arg(long)]
     pub seed: u64,
     /// Run the case indices 0..N (this shard's share of them).
-    #[arg(long, value_name = "N", required_unless_present = "duration", conflicts_with = "duration")]
+    #[arg(
+        long,
+        value_name = "N",
+        required_unless_present = "duration",
+        conflicts_with = "duration"
+    )]
     pub cases: Option<u64>,
     /// Run until this much time has passed: `30s`, `10m`, `1h`, `500ms`.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration_arg)]
@@ -149,7 +154,10 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
         if args.shard == Shard::ALL {
             PathBuf::from(format!("hunt-{}", args.seed))
         } else {
-            PathBuf::from(format!("hunt-{}-shard{}of{}", args.seed, args.shard.index, args.shard.count))
+            PathBuf::from(format!(
+                "hunt-{}-shard{}of{}",
+                args.seed, args.shard.index, args.shard.count
+            ))
         }
     });
     let cfg = HuntConfig {
@@ -159,15 +167,29 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
         shard: args.shard,
         generator: args.generator.config(),
         run: args.compiler.run_config(),
-        minimize: MinimizeConfig { time_budget: args.minimize_time, ..MinimizeConfig::default() },
+        minimize: MinimizeConfig {
+            time_budget: args.minimize_time,
+            ..MinimizeConfig::default()
+        },
         out,
     };
-    let control = HuntControl { progress: !args.quiet && std::io::stderr().is_terminal(), ..HuntControl::default() };
+    let control = HuntControl {
+        progress: !args.quiet && std::io::stderr().is_terminal(),
+        ..HuntControl::default()
+    };
     install_signal_handler(&control)?;
-    let summary = run_hunt(&cfg, &control).with_context(|| format!("hunt in {}", cfg.out.display()))?;
+    let summary =
+        run_hunt(&cfg, &control).with_context(|| format!("hunt in {}", cfg.out.display()))?;
     print!("{}", render_summary(&summary));
-    println!("\nsummary: {}", cfg.out.join(crate::hunt::SUMMARY_MD).display());
-    Ok(exit(if summary.findings.is_empty() { EXIT_OK } else { EXIT_FINDING }))
+    println!(
+        "\nsummary: {}",
+        cfg.out.join(crate::hunt::SUMMARY_MD).display()
+    );
+    Ok(exit(if summary.findings.is_empty() {
+        EXIT_OK
+    } else {
+        EXIT_FINDING
+    }))
 }
 
 /// Ctrl-C / SIGTERM: the first asks the hunt to stop, the second cuts minimization short,

@@ -25,7 +25,9 @@ pub struct Args {
 
 pub fn main(args: Args) -> anyhow::Result<ExitCode> {
     let base = args.compiler.run_config();
-    let pool = rayon::ThreadPoolBuilder::new().num_threads(args.jobs.unwrap_or(0)).build()?;
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(args.jobs.unwrap_or(0))
+        .build()?;
     let rows = pool.install(|| replay(&args.dirs, &base))?;
     print!("{}", render_table(&rows));
     let unreadable = rows.iter().filter(|r| r.result.is_err()).count();
@@ -43,20 +45,37 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
 pub fn render_table(rows: &[ReplayRow]) -> String {
     use std::fmt::Write;
     let mut out = String::new();
-    let width = rows.iter().map(|r| r.dir.display().to_string().len()).max().unwrap_or(4).max(4);
-    let _ = writeln!(out, "{:<6} {:<width$}  {:<40}  observed", "status", "case", "expected");
+    let width = rows
+        .iter()
+        .map(|r| r.dir.display().to_string().len())
+        .max()
+        .unwrap_or(4)
+        .max(4);
+    let _ = writeln!(
+        out,
+        "{:<6} {:<width$}  {:<40}  observed",
+        "status", "case", "expected"
+    );
     for r in rows {
         let dir = r.dir.display().to_string();
-        let expected = r.expectation.as_ref().map_or("(none: not a finding)".to_string(), |e| e.to_string());
+        let expected = r
+            .expectation
+            .as_ref()
+            .map_or("(none: not a finding)".to_string(), |e| e.to_string());
         let (status, observed) = match &r.result {
             Err(e) => ("ERROR", format!("unreadable: {e}")),
             Ok(res) => {
-                let mut o = res.observed.signature.clone().unwrap_or_else(|| match &res.observed.unsupported_reason {
-                    Some(reason) => format!("unsupported: {reason}"),
-                    None => res.observed.kind.clone(),
+                let mut o = res.observed.signature.clone().unwrap_or_else(|| {
+                    match &res.observed.unsupported_reason {
+                        Some(reason) => format!("unsupported: {reason}"),
+                        None => res.observed.kind.clone(),
+                    }
                 });
-                if let Some((n, _)) = &res.expected_disagrees {
-                    o.push_str(&format!(" (expected.npy disagrees with the oracle in {n} elements)"));
+                if let Some(d) = &res.expected_disagrees {
+                    o.push_str(&format!(
+                        " (expected.npy disagrees with the oracle in {} elements)",
+                        d.count
+                    ));
                 }
                 (if r.ok() { "ok" } else { "FAIL" }, o)
             }

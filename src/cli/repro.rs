@@ -57,7 +57,9 @@ impl CompilerArgs {
     /// The run configuration these flags describe.
     pub fn run_config(&self) -> RunConfig {
         let compiler = if let Some(command) = &self.compiler_cmd {
-            CompilerUnderTest::External { command: command.clone() }
+            CompilerUnderTest::External {
+                command: command.clone(),
+            }
         } else if let Some(bug) = self.inject_bug {
             CompilerUnderTest::Mutated(bug)
         } else {
@@ -103,11 +105,18 @@ pub fn parse_duration_arg(s: &str) -> Result<Duration, String> {
 }
 
 pub fn main(args: Args) -> anyhow::Result<ExitCode> {
-    let entry = load_entry(&args.dir).with_context(|| format!("cannot read the case {}", args.dir.display()))?;
+    let entry = load_entry(&args.dir)
+        .with_context(|| format!("cannot read the case {}", args.dir.display()))?;
     let base = args.compiler.run_config();
     let checked = check_entry(&entry, &base);
     print!("{}", render(&entry, &checked));
-    Ok(exit(if checked.is_finding() || checked.observed.kind != "pass" { EXIT_FINDING } else { EXIT_OK }))
+    Ok(exit(
+        if checked.is_finding() || checked.observed.kind != "pass" {
+            EXIT_FINDING
+        } else {
+            EXIT_OK
+        },
+    ))
 }
 
 /// What `repro` prints: the case, the compiler (and whether it differs from the recorded
@@ -121,23 +130,42 @@ pub fn render(entry: &crate::corpus::Entry, checked: &EntryResult) -> String {
     let _ = writeln!(out, "compiler: {now}");
     if let Some(f) = &entry.meta.finding {
         if f.compiler != now {
-            let _ = writeln!(out, "note: the finding was recorded with a different compiler: {}", f.compiler);
+            let _ = writeln!(
+                out,
+                "note: the finding was recorded with a different compiler: {}",
+                f.compiler
+            );
         }
     }
     let _ = writeln!(out, "outcome: {}", checked.result.outcome.summary());
     if let Some(sig) = checked.result.outcome.signature() {
         let _ = writeln!(out, "signature: {sig}");
     }
-    if let Some((count, first)) = &checked.expected_disagrees {
-        let _ = writeln!(out, "expected.npy disagrees with the oracle: {count} element(s) differ");
-        for (idx, expected, oracle) in first {
-            let _ = writeln!(out, "  at {idx:?}: expected.npy {expected}, oracle {oracle}");
+    if let Some(d) = &checked.expected_disagrees {
+        let _ = writeln!(
+            out,
+            "expected.npy disagrees with the oracle: {} element(s) differ",
+            d.count
+        );
+        for (idx, expected, oracle) in &d.first {
+            let _ = writeln!(
+                out,
+                "  at {idx:?}: expected.npy {expected}, oracle {oracle}"
+            );
         }
     }
     if let (Some(e), Some(met)) = (entry.meta.expectation(), checked.meets_expectation) {
-        let _ = writeln!(out, "expectation: {e} ({})", if met { "met" } else { "NOT met" });
+        let _ = writeln!(
+            out,
+            "expectation: {e} ({})",
+            if met { "met" } else { "NOT met" }
+        );
     }
     let _ = writeln!(out);
-    out.push_str(&crate::report::render_report(&entry.case, &checked.result, &checked.run));
+    out.push_str(&crate::report::render_report(
+        &entry.case,
+        &checked.result,
+        &checked.run,
+    ));
     out
 }
