@@ -27,12 +27,19 @@ const MAX_CASES: usize = 20_000;
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let value = |flag: &str, default: usize| {
-        args.iter().position(|a| a == flag).and_then(|i| args.get(i + 1)).and_then(|v| v.parse().ok()).unwrap_or(default)
+        args.iter()
+            .position(|a| a == flag)
+            .and_then(|i| args.get(i + 1))
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(default)
     };
     let cases = value("--cases", 20_000);
     let streams = value("--streams", 7);
-    let wanted: Vec<&str> =
-        args.iter().map(String::as_str).filter(|a| ["throughput", "minimize", "bugs"].contains(a)).collect();
+    let wanted: Vec<&str> = args
+        .iter()
+        .map(String::as_str)
+        .filter(|a| ["throughput", "minimize", "bugs"].contains(a))
+        .collect();
     let run = |name: &str| wanted.is_empty() || wanted.contains(&name);
     if run("throughput") {
         throughput(cases);
@@ -84,8 +91,18 @@ fn minimize_times() {
         };
         let cfg = RunConfig::with_compiler(CompilerUnderTest::Mutated(bug));
         let start = Instant::now();
-        let m = minimize(&found.case, &cfg, &found.signature, &MinimizeConfig::default());
-        println!("| {bug} | {} | {} | {:.1} ms |", m.tried, m.kept, start.elapsed().as_secs_f64() * 1e3);
+        let m = minimize(
+            &found.case,
+            &cfg,
+            &found.signature,
+            &MinimizeConfig::default(),
+        );
+        println!(
+            "| {bug} | {} | {} | {:.1} ms |",
+            m.tried,
+            m.kept,
+            start.elapsed().as_secs_f64() * 1e3
+        );
     }
     println!();
 }
@@ -102,7 +119,9 @@ fn bug_table(streams: usize) {
             .collect();
         let mut counts: Vec<usize> = found.iter().flatten().map(|d| d.cases).collect();
         counts.sort_unstable();
-        let median = counts.get(counts.len() / 2).map_or("-".to_string(), |c| c.to_string());
+        let median = counts
+            .get(counts.len() / 2)
+            .map_or("-".to_string(), |c| c.to_string());
         let range = match (counts.first(), counts.last()) {
             (Some(a), Some(b)) => format!("{a}–{b}"),
             _ => "-".into(),
@@ -110,7 +129,15 @@ fn bug_table(streams: usize) {
         let (sig, sizes, small) = match found.iter().flatten().next() {
             Some(d) => {
                 let cfg = RunConfig::with_compiler(CompilerUnderTest::Mutated(bug));
-                let m = minimize(&d.case, &cfg, &d.signature, &MinimizeConfig { time_budget: Duration::from_secs(10), ..Default::default() });
+                let m = minimize(
+                    &d.case,
+                    &cfg,
+                    &d.signature,
+                    &MinimizeConfig {
+                        time_budget: Duration::from_secs(10),
+                        ..Default::default()
+                    },
+                );
                 (
                     d.signature.to_string(),
                     format!("{} → {}", case_size(&d.case), case_size(&m.case)),
@@ -119,7 +146,10 @@ fn bug_table(streams: usize) {
             }
             None => ("-".into(), "-".into(), "-".into()),
         };
-        println!("| {bug} | {median} | {range} | {}/{streams} | `{sig}` | {sizes} | `{small}` |", counts.len());
+        println!(
+            "| {bug} | {median} | {range} | {}/{streams} | `{sig}` | {sizes} | `{small}` |",
+            counts.len()
+        );
     }
     println!();
 }

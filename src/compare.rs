@@ -9,7 +9,7 @@
 
 use ndarray::{ArrayD, Dimension};
 
-use crate::outcome::{Mismatch, MismatchClass};
+use crate::outcome::{Extent, Mismatch, MismatchClass, MismatchWhat, PixelExtent};
 
 /// `None` when both tensors are equal; otherwise the mismatch.
 pub fn compare(oracle: &ArrayD<i32>, machine: &ArrayD<i32>) -> Option<Mismatch> {
@@ -19,10 +19,10 @@ pub fn compare(oracle: &ArrayD<i32>, machine: &ArrayD<i32>) -> Option<Mismatch> 
             total: oracle.len(),
             first: Vec::new(),
             class: MismatchClass {
-                what: "output shape".into(),
-                channels: "all".into(),
-                pixels: "all".into(),
-                batch: "all".into(),
+                what: MismatchWhat::OutputShape,
+                channels: Extent::All,
+                pixels: PixelExtent::All,
+                batch: Extent::All,
             },
         });
     }
@@ -33,7 +33,11 @@ pub fn compare(oracle: &ArrayD<i32>, machine: &ArrayD<i32>) -> Option<Mismatch> 
     let rank = shape.len();
     let batch_n = shape.first().copied().unwrap_or(1);
     let chan_n = shape.get(1).copied().unwrap_or(1);
-    let (oh, ow) = if rank == 4 { (shape[2], shape[3]) } else { (1, 1) };
+    let (oh, ow) = if rank == 4 {
+        (shape[2], shape[3])
+    } else {
+        (1, 1)
+    };
     let mut batch_hit = vec![false; batch_n];
     let mut chan_hit = vec![false; chan_n];
     let mut pixel_hit = vec![false; oh * ow];
@@ -59,17 +63,27 @@ pub fn compare(oracle: &ArrayD<i32>, machine: &ArrayD<i32>) -> Option<Mismatch> 
     if differing == 0 {
         return None;
     }
-    let all_or_some = |hits: &[bool]| if hits.iter().all(|&h| h) { "all" } else { "some" };
-    let pixels = if rank == 4 { pixel_class(&pixel_hit, oh, ow) } else { "-" };
+    let all_or_some = |hits: &[bool]| {
+        if hits.iter().all(|&h| h) {
+            Extent::All
+        } else {
+            Extent::Some
+        }
+    };
+    let pixels = if rank == 4 {
+        pixel_class(&pixel_hit, oh, ow)
+    } else {
+        PixelExtent::NotApplicable
+    };
     Some(Mismatch {
         differing,
         total: oracle.len(),
         first,
         class: MismatchClass {
-            what: "values".into(),
-            channels: all_or_some(&chan_hit).into(),
-            pixels: pixels.into(),
-            batch: all_or_some(&batch_hit).into(),
+            what: MismatchWhat::Values,
+            channels: all_or_some(&chan_hit),
+            pixels,
+            batch: all_or_some(&batch_hit),
         },
     })
 }
@@ -77,9 +91,9 @@ pub fn compare(oracle: &ArrayD<i32>, machine: &ArrayD<i32>) -> Option<Mismatch> 
 /// `all` when every pixel differs; `border only` when only pixels on the output's border
 /// (first/last row or column) differ; `interior only` when only pixels off the border differ;
 /// `some` otherwise.
-fn pixel_class(hit: &[bool], oh: usize, ow: usize) -> &'static str {
+fn pixel_class(hit: &[bool], oh: usize, ow: usize) -> PixelExtent {
     if hit.iter().all(|&h| h) {
-        return "all";
+        return PixelExtent::All;
     }
     let border = |i: usize| {
         let (r, c) = (i / ow, i % ow);
@@ -87,10 +101,10 @@ fn pixel_class(hit: &[bool], oh: usize, ow: usize) -> &'static str {
     };
     let hits = || hit.iter().enumerate().filter(|(_, &h)| h).map(|(i, _)| i);
     if hits().all(border) {
-        "border only"
+        PixelExtent::BorderOnly
     } else if hits().all(|i| !border(i)) {
-        "interior only"
+        PixelExtent::InteriorOnly
     } else {
-        "some"
+        PixelExtent::Some
     }
 }

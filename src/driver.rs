@@ -58,14 +58,25 @@ impl CompilerUnderTest {
             if o.weight_skipping {
                 opts.push("weight_skipping");
             }
-            let opts = if opts.is_empty() { "no optimizations".to_string() } else { opts.join(", ") };
-            format!("in-repo pimdiff-compiler {} ({opts})", env!("CARGO_PKG_VERSION"))
+            let opts = if opts.is_empty() {
+                "no optimizations".to_string()
+            } else {
+                opts.join(", ")
+            };
+            format!(
+                "in-repo pimdiff-compiler {} ({opts})",
+                env!("CARGO_PKG_VERSION")
+            )
         };
         match self {
             CompilerUnderTest::InRepo(o) => in_repo(o),
             CompilerUnderTest::External { command } => format!("external: {command}"),
             CompilerUnderTest::Mutated(bug) => {
-                format!("{} + injected bug {}", in_repo(&CompileOptions::default()), bug.name())
+                format!(
+                    "{} + injected bug {}",
+                    in_repo(&CompileOptions::default()),
+                    bug.name()
+                )
             }
         }
     }
@@ -93,7 +104,10 @@ impl RunConfig {
 
     /// The default configuration with another compiler.
     pub fn with_compiler(compiler: CompilerUnderTest) -> RunConfig {
-        RunConfig { compiler, ..RunConfig::default() }
+        RunConfig {
+            compiler,
+            ..RunConfig::default()
+        }
     }
 }
 
@@ -127,7 +141,9 @@ pub fn check_case(case: &Case, cfg: &RunConfig) -> CaseResult {
         Ok(o) => o,
         Err(e) => {
             return CaseResult {
-                outcome: Outcome::Poisoned { reason: format!("the oracle refused the case: {e}") },
+                outcome: Outcome::Poisoned {
+                    reason: format!("the oracle refused the case: {e}"),
+                },
                 bundle: None,
                 oracle: None,
                 machine_output: None,
@@ -137,18 +153,38 @@ pub fn check_case(case: &Case, cfg: &RunConfig) -> CaseResult {
     let compiled = match &cfg.compiler {
         CompilerUnderTest::InRepo(options) => in_repo(case, options),
         CompilerUnderTest::Mutated(bug) => crate::mutate::compile_mutated(*bug, case),
-        CompilerUnderTest::External { command } => crate::external::compile_external(case, command, cfg.external_timeout),
+        CompilerUnderTest::External { command } => {
+            crate::external::compile_external(case, command, cfg.external_timeout)
+        }
     };
     let bundle = match compiled {
         Ok(b) => b,
-        Err(outcome) => return CaseResult { outcome, bundle: None, oracle: Some(oracle), machine_output: None },
+        Err(outcome) => {
+            return CaseResult {
+                outcome,
+                bundle: None,
+                oracle: Some(oracle),
+                machine_output: None,
+            }
+        }
     };
     // An interpreter panic is a bug of the tooling, not of the compiler under test.
-    let (outcome, machine_output) = match catch_unwind(AssertUnwindSafe(|| run_bundle(case, &bundle, &oracle, cfg))) {
-        Ok(r) => r,
-        Err(panic) => (Outcome::Poisoned { reason: format!("the interpreter panicked: {}", panic_text(&panic)) }, None),
-    };
-    CaseResult { outcome, bundle: Some(bundle), oracle: Some(oracle), machine_output }
+    let (outcome, machine_output) =
+        match catch_unwind(AssertUnwindSafe(|| run_bundle(case, &bundle, &oracle, cfg))) {
+            Ok(r) => r,
+            Err(panic) => (
+                Outcome::Poisoned {
+                    reason: format!("the interpreter panicked: {}", panic_text(&panic)),
+                },
+                None,
+            ),
+        };
+    CaseResult {
+        outcome,
+        bundle: Some(bundle),
+        oracle: Some(oracle),
+        machine_output,
+    }
 }
 
 /// The in-repo compiler, with its errors as outcomes and a panic as a compile error.
@@ -156,15 +192,21 @@ pub(crate) fn in_repo(case: &Case, options: &CompileOptions) -> Result<Bundle, O
     match catch_unwind(AssertUnwindSafe(|| compile(case, options))) {
         Ok(Ok(bundle)) => Ok(bundle),
         Ok(Err(e)) => Err(compile_error_outcome(e)),
-        Err(panic) => Err(Outcome::CompileError { message: format!("the compiler panicked: {}", panic_text(&panic)) }),
+        Err(panic) => Err(Outcome::CompileError {
+            message: format!("the compiler panicked: {}", panic_text(&panic)),
+        }),
     }
 }
 
 /// `Unsupported` → unsupported, anything else → compile error.
 pub(crate) fn compile_error_outcome(e: CompileError) -> Outcome {
     match e {
-        CompileError::Unsupported(u) => Outcome::Unsupported { reason: u.to_string() },
-        other => Outcome::CompileError { message: other.to_string() },
+        CompileError::Unsupported(u) => Outcome::Unsupported {
+            reason: u.to_string(),
+        },
+        other => Outcome::CompileError {
+            message: other.to_string(),
+        },
     }
 }
 
@@ -198,8 +240,15 @@ pub fn machine_arch(case: &Case) -> Arch {
 
 /// Interprets a bundle on the case's input and compares with the oracle. Returns the
 /// outcome and the machine's output (when the program finished and it could be read).
-pub fn run_bundle(case: &Case, bundle: &Bundle, oracle: &ArrayD<i32>, cfg: &RunConfig) -> (Outcome, Option<ArrayD<i32>>) {
-    let bad = |what: &str, e: &dyn std::fmt::Display| Outcome::CompileError { message: format!("{what}: {e}") };
+pub fn run_bundle(
+    case: &Case,
+    bundle: &Bundle,
+    oracle: &ArrayD<i32>,
+    cfg: &RunConfig,
+) -> (Outcome, Option<ArrayD<i32>>) {
+    let bad = |what: &str, e: &dyn std::fmt::Display| Outcome::CompileError {
+        message: format!("{what}: {e}"),
+    };
     let arch = machine_arch(case);
     let program_cores = bundle.program.cores.len();
     if program_cores != case.spec.arch.cores {
@@ -213,10 +262,19 @@ pub fn run_bundle(case: &Case, bundle: &Bundle, oracle: &ArrayD<i32>, cfg: &RunC
             None,
         );
     }
-    let options = MachineOptions { schedule: cfg.schedule, step_budget: cfg.step_budget, ..MachineOptions::default() };
+    let options = MachineOptions {
+        schedule: cfg.schedule,
+        step_budget: cfg.step_budget,
+        ..MachineOptions::default()
+    };
     let mut machine = match Machine::new(&bundle.program, &bundle.xbars, arch, options) {
         Ok(m) => m,
-        Err(e) => return (bad("the bundle does not fit the case's architecture", &e), None),
+        Err(e) => {
+            return (
+                bad("the bundle does not fit the case's architecture", &e),
+                None,
+            )
+        }
     };
     let manifest = &bundle.manifest;
     let input = match manifest.encode_input(&case.input) {
@@ -228,29 +286,54 @@ pub fn run_bundle(case: &Case, bundle: &Bundle, oracle: &ArrayD<i32>, cfg: &RunC
     }
     for c in &manifest.constants {
         if let Err(e) = machine.write_gmem(c.addr, &c.data) {
-            return (bad(&format!("the io manifest's constant {:?}", c.name), &e), None);
+            return (
+                bad(&format!("the io manifest's constant {:?}", c.name), &e),
+                None,
+            );
         }
     }
     match machine.run() {
         RunOutcome::Finished => {}
         RunOutcome::Fault(fault) => {
             let kind = variant_name(&format!("{:?}", fault.kind));
-            return (Outcome::Fault { report: fault.to_string(), opcode: fault.inst.opcode(), kind }, None);
+            return (
+                Outcome::Fault {
+                    report: fault.to_string(),
+                    opcode: fault.inst.opcode(),
+                    kind,
+                },
+                None,
+            );
         }
         RunOutcome::Deadlock(report) => {
             // The blocked opcodes, without core numbers or counts: `blocked at recv, send`.
-            let mut waits: Vec<&str> = report.blocked.iter().map(|b| b.inst.opcode().mnemonic()).collect();
+            let mut waits: Vec<&str> = report
+                .blocked
+                .iter()
+                .map(|b| b.inst.opcode().mnemonic())
+                .collect();
             waits.sort_unstable();
             waits.dedup();
             let waits = format!("blocked at {}", waits.join(", "));
-            return (Outcome::Deadlock { report: report.to_string(), waits }, None);
+            return (
+                Outcome::Deadlock {
+                    report: report.to_string(),
+                    waits,
+                },
+                None,
+            );
         }
         RunOutcome::OutOfSteps { executed } => return (Outcome::OutOfSteps { executed }, None),
     }
     let slot = &manifest.output;
     let len = match u32::try_from(slot.byte_len()) {
         Ok(l) => l,
-        Err(_) => return (bad("the io manifest's output slot", &"larger than 4 GiB"), None),
+        Err(_) => {
+            return (
+                bad("the io manifest's output slot", &"larger than 4 GiB"),
+                None,
+            )
+        }
     };
     let bytes = match machine.read_gmem(slot.addr, len) {
         Ok(b) => b,
@@ -269,5 +352,9 @@ pub fn run_bundle(case: &Case, bundle: &Bundle, oracle: &ArrayD<i32>, cfg: &RunC
 
 /// `LmemRange { .. }` → `LmemRange`.
 fn variant_name(debug: &str) -> String {
-    debug.split([' ', '{', '(']).next().unwrap_or(debug).to_string()
+    debug
+        .split([' ', '{', '('])
+        .next()
+        .unwrap_or(debug)
+        .to_string()
 }

@@ -46,27 +46,47 @@ const STDERR_TAIL_BYTES: usize = 2000;
 
 /// Runs `command` on `case` and reads the bundle it writes; failures are outcomes.
 pub fn compile_external(case: &Case, command: &str, timeout: Duration) -> Result<Bundle, Outcome> {
-    let work = TempDir::new().map_err(|e| poisoned(format!("cannot create a temporary directory: {e}")))?;
+    let work = TempDir::new()
+        .map_err(|e| poisoned(format!("cannot create a temporary directory: {e}")))?;
     let case_dir = work.path.join("case");
     let out_dir = work.path.join("bundle");
     let mut case = case.clone();
     case.expected = None;
-    pimdiff_oracle::io::write_case(&case, &case_dir)
-        .map_err(|e| poisoned(format!("cannot write the case for the external compiler: {e}")))?;
-    fs::create_dir(&out_dir)
-        .map_err(|e| poisoned(format!("cannot create the bundle directory {}: {e}", out_dir.display())))?;
+    pimdiff_oracle::io::write_case(&case, &case_dir).map_err(|e| {
+        poisoned(format!(
+            "cannot write the case for the external compiler: {e}"
+        ))
+    })?;
+    fs::create_dir(&out_dir).map_err(|e| {
+        poisoned(format!(
+            "cannot create the bundle directory {}: {e}",
+            out_dir.display()
+        ))
+    })?;
     let line = command_line(command, &case_dir, &out_dir);
-    let run = run_with_timeout(&line, timeout).map_err(|e| poisoned(format!("cannot run `sh -c {line}`: {e}")))?;
+    let run = run_with_timeout(&line, timeout)
+        .map_err(|e| poisoned(format!("cannot run `sh -c {line}`: {e}")))?;
     match run {
         Finished::TimedOut => Err(poisoned(format!(
             "the external compiler did not finish within {:.1} s (killed): {command}",
             timeout.as_secs_f64()
         ))),
-        Finished::Exited { code: Some(0), .. } => Bundle::read_dir(&out_dir).map_err(|e| Outcome::CompileError {
-            message: format!("the external compiler wrote a broken bundle: {}", strip_dir(&e.to_string(), &out_dir)),
-        }),
-        Finished::Exited { code: Some(UNSUPPORTED_EXIT_CODE), stdout, stderr } => {
-            let reason = last_line(&stderr).or_else(|| last_line(&stdout)).unwrap_or_else(|| "(no reason given)".into());
+        Finished::Exited { code: Some(0), .. } => {
+            Bundle::read_dir(&out_dir).map_err(|e| Outcome::CompileError {
+                message: format!(
+                    "the external compiler wrote a broken bundle: {}",
+                    strip_dir(&e.to_string(), &out_dir)
+                ),
+            })
+        }
+        Finished::Exited {
+            code: Some(UNSUPPORTED_EXIT_CODE),
+            stdout,
+            stderr,
+        } => {
+            let reason = last_line(&stderr)
+                .or_else(|| last_line(&stdout))
+                .unwrap_or_else(|| "(no reason given)".into());
             Err(Outcome::Unsupported { reason })
         }
         Finished::Exited { code, stderr, .. } => {
@@ -78,7 +98,10 @@ pub fn compile_external(case: &Case, command: &str, timeout: Duration) -> Result
             let message = if tail.trim().is_empty() {
                 format!("the external compiler failed ({status})")
             } else {
-                format!("the external compiler failed ({status}): {}", tail.trim_end())
+                format!(
+                    "the external compiler failed ({status}): {}",
+                    tail.trim_end()
+                )
             };
             Err(Outcome::CompileError { message })
         }
@@ -114,7 +137,11 @@ pub fn shell_quote(text: &str) -> String {
 }
 
 enum Finished {
-    Exited { code: Option<i32>, stdout: Vec<u8>, stderr: Vec<u8> },
+    Exited {
+        code: Option<i32>,
+        stdout: Vec<u8>,
+        stderr: Vec<u8>,
+    },
     TimedOut,
 }
 
@@ -152,7 +179,11 @@ fn run_with_timeout(line: &str, timeout: Duration) -> std::io::Result<Finished> 
     kill_group(child.id());
     let stdout = out_reader.join().unwrap_or_default();
     let stderr = err_reader.join().unwrap_or_default();
-    Ok(Finished::Exited { code: status.code(), stdout, stderr })
+    Ok(Finished::Exited {
+        code: status.code(),
+        stdout,
+        stderr,
+    })
 }
 
 /// Kills the process group `pgid` (the command was started as its leader).
@@ -194,7 +225,12 @@ fn tail(bytes: &[u8]) -> String {
 }
 
 fn last_line(bytes: &[u8]) -> Option<String> {
-    String::from_utf8_lossy(bytes).lines().rev().map(str::trim).find(|l| !l.is_empty()).map(str::to_string)
+    String::from_utf8_lossy(bytes)
+        .lines()
+        .rev()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .map(str::to_string)
 }
 
 /// A temporary directory removed on drop (`$TMPDIR/pimdiff-ext-<pid>-<n>`).

@@ -98,7 +98,13 @@ impl GenConfig {
     /// Every bound at least 1 (and the ratios clamped to `0..=1`), so that any configuration,
     /// even one from a command line of zeros, generates valid cases.
     pub fn sanitized(&self) -> GenConfig {
-        let clamp = |r: f64| if r.is_finite() { r.clamp(0.0, 1.0) } else { 0.0 };
+        let clamp = |r: f64| {
+            if r.is_finite() {
+                r.clamp(0.0, 1.0)
+            } else {
+                0.0
+            }
+        };
         GenConfig {
             max_channels: self.max_channels.clamp(1, 1 << 10),
             max_spatial: self.max_spatial.clamp(1, 1 << 8),
@@ -181,7 +187,10 @@ pub fn case_from_seed(cfg: &GenConfig, seed: u64) -> Case {
 
 /// A case decoded from fuzzer input. Never fails for lack of data (an exhausted input picks
 /// the plainest option everywhere); the `Result` is there for `arbitrary`'s conventions.
-pub fn case_from_unstructured(cfg: &GenConfig, u: &mut arbitrary::Unstructured) -> arbitrary::Result<Case> {
+pub fn case_from_unstructured(
+    cfg: &GenConfig,
+    u: &mut arbitrary::Unstructured,
+) -> arbitrary::Result<Case> {
     Ok(generate(cfg, &mut UnstructuredChoices(u)))
 }
 
@@ -204,9 +213,16 @@ pub fn case_strategy(cfg: GenConfig) -> impl proptest::strategy::Strategy<Value 
 /// The generator proper: one valid case from any choice source.
 pub fn generate<C: Choices>(cfg: &GenConfig, c: &mut C) -> Case {
     let cfg = cfg.sanitized();
-    let spec = if c.chance(1.0 - cfg.mvm_ratio) { conv_spec(&cfg, c) } else { mvm_spec(&cfg, c) };
+    let spec = if c.chance(1.0 - cfg.mvm_ratio) {
+        conv_spec(&cfg, c)
+    } else {
+        mvm_spec(&cfg, c)
+    };
     let tensor_seed = c.int(0, u64::MAX);
-    let modes = (c.size(0, FillMode::COUNT - 1), c.size(0, FillMode::COUNT - 1));
+    let modes = (
+        c.size(0, FillMode::COUNT - 1),
+        c.size(0, FillMode::COUNT - 1),
+    );
     let zero_tiles = c.chance(cfg.edge_ratio * 0.3);
     let mut rng = ChaCha8Rng::seed_from_u64(tensor_seed);
     let input_shape = spec.input_shape.clone();
@@ -281,16 +297,32 @@ pub fn describe_case(case: &Case) -> String {
                 flags(c.bias, c.relu)
             )
         }
-        Op::Mvm(m) => format!("mvm N{n} {}→{}{} | {arch}", m.in_features, m.out_features, flags(m.bias, m.relu)),
+        Op::Mvm(m) => format!(
+            "mvm N{n} {}→{}{} | {arch}",
+            m.in_features,
+            m.out_features,
+            flags(m.bias, m.relu)
+        ),
     }
 }
 
 /// The plainest valid case: a 1×1 MVM on one 1×1 array, with all values 0.
 pub fn plain_case() -> Case {
     let spec = CaseSpec {
-        op: Op::Mvm(Mvm { in_features: 1, out_features: 1, bias: false, relu: false }),
+        op: Op::Mvm(Mvm {
+            in_features: 1,
+            out_features: 1,
+            bias: false,
+            relu: false,
+        }),
         input_shape: vec![1, 1],
-        arch: CaseArch { cores: 1, arrays_per_core: 1, array_rows: 1, array_cols: 1, local_memory_bytes: 1024 },
+        arch: CaseArch {
+            cores: 1,
+            arrays_per_core: 1,
+            array_rows: 1,
+            array_cols: 1,
+            local_memory_bytes: 1024,
+        },
     };
     let input = ArrayD::zeros(IxDyn(&[1, 1]));
     let weight = ArrayD::zeros(IxDyn(&[1, 1]));
@@ -314,7 +346,14 @@ fn bias_bound(spec: &CaseSpec) -> i32 {
 /// A size near `tile` (tile − 1, tile, tile + 1, 2·tile ± 1) or uniform in `1..=max`.
 fn edge_size<C: Choices>(c: &mut C, edge_ratio: f64, tile: usize, max: usize) -> usize {
     if c.chance(edge_ratio) {
-        let options = [tile, tile.saturating_sub(1), tile + 1, 2 * tile - 1, 2 * tile + 1, 1];
+        let options = [
+            tile,
+            tile.saturating_sub(1),
+            tile + 1,
+            2 * tile - 1,
+            2 * tile + 1,
+            1,
+        ];
         let v = c.pick(&options);
         v.clamp(1, max)
     } else {
@@ -335,7 +374,11 @@ fn conv_spec<C: Choices>(cfg: &GenConfig, c: &mut C) -> CaseSpec {
     let rows = array_dim(c, cfg);
     let cols = array_dim(c, cfg);
     // Groups: plain, a small group count, or depthwise.
-    let group_kind = if c.chance(cfg.edge_ratio * 0.4) { c.size(1, 2) } else { 0 };
+    let group_kind = if c.chance(cfg.edge_ratio * 0.4) {
+        c.size(1, 2)
+    } else {
+        0
+    };
     let (groups, cin, cout) = match group_kind {
         1 => {
             // Grouped: 2 or 3 groups with channels per group near the tile.
@@ -348,17 +391,29 @@ fn conv_spec<C: Choices>(cfg: &GenConfig, c: &mut C) -> CaseSpec {
         2 => {
             // Depthwise: one input channel per group, a multiplier of 1 or 2.
             let g = c.size(1, cfg.max_channels);
-            let mult = if 2 * g <= cfg.max_channels { c.size(1, 2) } else { 1 };
+            let mult = if 2 * g <= cfg.max_channels {
+                c.size(1, 2)
+            } else {
+                1
+            };
             (g, g, g * mult)
         }
-        _ => (1, edge_size(c, cfg.edge_ratio, rows, cfg.max_channels), edge_size(c, cfg.edge_ratio, cols, cfg.max_channels)),
+        _ => (
+            1,
+            edge_size(c, cfg.edge_ratio, rows, cfg.max_channels),
+            edge_size(c, cfg.edge_ratio, cols, cfg.max_channels),
+        ),
     };
     let n = batch(c, cfg);
     let mut kernel = [c.size(1, cfg.max_kernel), c.size(1, cfg.max_kernel)];
     if c.chance(cfg.edge_ratio * 0.5) {
         kernel[1] = kernel[0];
     }
-    let dilation = if c.chance(cfg.edge_ratio * 0.3) { [c.size(1, 2), c.size(1, 2)] } else { [1, 1] };
+    let dilation = if c.chance(cfg.edge_ratio * 0.3) {
+        [c.size(1, 2), c.size(1, 2)]
+    } else {
+        [1, 1]
+    };
     let window = |k: usize, d: usize| d * (k - 1) + 1;
     let mut hw = [c.size(1, cfg.max_spatial), c.size(1, cfg.max_spatial)];
     // Kernel larger than the unpadded input: shrink the input below the window.
@@ -378,11 +433,21 @@ fn conv_spec<C: Choices>(cfg: &GenConfig, c: &mut C) -> CaseSpec {
             let pw = c.size(0, kernel[1] / 2 + 1);
             [ph, pw, ph, pw]
         }
-        2 => [c.size(0, kernel[0]), c.size(0, kernel[1]), c.size(0, kernel[0]), c.size(0, kernel[1])],
+        2 => [
+            c.size(0, kernel[0]),
+            c.size(0, kernel[1]),
+            c.size(0, kernel[0]),
+            c.size(0, kernel[1]),
+        ],
         _ => {
             if c.chance(cfg.edge_ratio) {
                 // Larger than the kernel.
-                [kernel[0] + c.size(0, 1), kernel[1] + c.size(0, 1), c.size(0, kernel[0] + 1), c.size(0, kernel[1] + 1)]
+                [
+                    kernel[0] + c.size(0, 1),
+                    kernel[1] + c.size(0, 1),
+                    c.size(0, kernel[0] + 1),
+                    c.size(0, kernel[1] + 1),
+                ]
             } else {
                 [0; 4]
             }
@@ -413,7 +478,17 @@ fn conv_spec<C: Choices>(cfg: &GenConfig, c: &mut C) -> CaseSpec {
     }
     let bias = c.chance(0.5);
     let relu = c.chance(0.5);
-    let op = Conv2d { in_channels: cin, out_channels: cout, kernel, stride, padding, dilation, groups, bias, relu };
+    let op = Conv2d {
+        in_channels: cin,
+        out_channels: cout,
+        kernel,
+        stride,
+        padding,
+        dilation,
+        groups,
+        bias,
+        relu,
+    };
     let input_shape = vec![n, cin, hw[0], hw[1]];
     // Too many crossbars for the largest chip: take whole-group tiles instead (one tile of
     // input and output channels per group and kernel position).
@@ -422,8 +497,19 @@ fn conv_spec<C: Choices>(cfg: &GenConfig, c: &mut C) -> CaseSpec {
         rows = (cin / groups).clamp(1, cfg.max_array_dim);
         cols = (cout / groups).clamp(1, cfg.max_array_dim);
     }
-    let arch = arch_for(cfg, c, op_arrays_conv(&op, rows, cols), rows, cols, footprint(&op_spec_bytes(&Op::Conv2d(op), &input_shape)));
-    CaseSpec { op: Op::Conv2d(op), input_shape, arch }
+    let arch = arch_for(
+        cfg,
+        c,
+        op_arrays_conv(&op, rows, cols),
+        rows,
+        cols,
+        footprint(&op_spec_bytes(&Op::Conv2d(op), &input_shape)),
+    );
+    CaseSpec {
+        op: Op::Conv2d(op),
+        input_shape,
+        arch,
+    }
 }
 
 fn mvm_spec<C: Choices>(cfg: &GenConfig, c: &mut C) -> CaseSpec {
@@ -434,16 +520,34 @@ fn mvm_spec<C: Choices>(cfg: &GenConfig, c: &mut C) -> CaseSpec {
     let n = batch(c, cfg);
     let bias = c.chance(0.5);
     let relu = c.chance(0.5);
-    let op = Mvm { in_features, out_features, bias, relu };
+    let op = Mvm {
+        in_features,
+        out_features,
+        bias,
+        relu,
+    };
     let input_shape = vec![n, in_features];
     let (mut rows, mut cols) = (rows, cols);
-    if in_features.div_ceil(rows) * out_features.div_ceil(cols) > cfg.max_cores * cfg.max_arrays_per_core {
+    if in_features.div_ceil(rows) * out_features.div_ceil(cols)
+        > cfg.max_cores * cfg.max_arrays_per_core
+    {
         rows = in_features.min(cfg.max_array_dim);
         cols = out_features.min(cfg.max_array_dim);
     }
     let arrays = in_features.div_ceil(rows) * out_features.div_ceil(cols);
-    let arch = arch_for(cfg, c, arrays, rows, cols, footprint(&op_spec_bytes(&Op::Mvm(op), &input_shape)));
-    CaseSpec { op: Op::Mvm(op), input_shape, arch }
+    let arch = arch_for(
+        cfg,
+        c,
+        arrays,
+        rows,
+        cols,
+        footprint(&op_spec_bytes(&Op::Mvm(op), &input_shape)),
+    );
+    CaseSpec {
+        op: Op::Mvm(op),
+        input_shape,
+        arch,
+    }
 }
 
 fn batch<C: Choices>(c: &mut C, cfg: &GenConfig) -> usize {
@@ -468,7 +572,13 @@ fn op_spec_bytes(op: &Op, input_shape: &[usize]) -> [usize; 3] {
     let spec = CaseSpec {
         op: op.clone(),
         input_shape: input_shape.to_vec(),
-        arch: CaseArch { cores: 1, arrays_per_core: 1, array_rows: 1, array_cols: 1, local_memory_bytes: 1 },
+        arch: CaseArch {
+            cores: 1,
+            arrays_per_core: 1,
+            array_rows: 1,
+            array_cols: 1,
+            local_memory_bytes: 1,
+        },
     };
     let input: usize = input_shape.iter().product();
     let output: usize = spec.output_shape().iter().product::<usize>() * 4;
@@ -483,7 +593,14 @@ fn footprint(parts: &[usize; 3]) -> usize {
 /// An architecture for an operator that needs `arrays` crossbars of `rows × cols`: one core
 /// or many, the arrays per core either just enough or with room to spare, and local memory
 /// generous or tight. With probability `overcommit_ratio` it deliberately does not fit.
-fn arch_for<C: Choices>(cfg: &GenConfig, c: &mut C, arrays: usize, rows: usize, cols: usize, bytes: usize) -> CaseArch {
+fn arch_for<C: Choices>(
+    cfg: &GenConfig,
+    c: &mut C,
+    arrays: usize,
+    rows: usize,
+    cols: usize,
+    bytes: usize,
+) -> CaseArch {
     let arrays = arrays.max(1);
     let overcommit = c.chance(cfg.overcommit_ratio);
     let single = c.chance(0.3);
@@ -492,7 +609,11 @@ fn arch_for<C: Choices>(cfg: &GenConfig, c: &mut C, arrays: usize, rows: usize, 
         let short = arrays.saturating_sub(1) / cores;
         (cores, short.clamp(1, cfg.max_arrays_per_core))
     } else if single && arrays <= cfg.max_arrays_per_core {
-        let per_core = if c.chance(cfg.edge_ratio) { arrays } else { c.size(arrays, cfg.max_arrays_per_core) };
+        let per_core = if c.chance(cfg.edge_ratio) {
+            arrays
+        } else {
+            c.size(arrays, cfg.max_arrays_per_core)
+        };
         (1, per_core)
     } else {
         // Several cores: at least enough in total; often exactly enough per core, so that
@@ -500,7 +621,11 @@ fn arch_for<C: Choices>(cfg: &GenConfig, c: &mut C, arrays: usize, rows: usize, 
         let min_cores = arrays.div_ceil(cfg.max_arrays_per_core).max(1);
         let cores = c.size(min_cores.min(cfg.max_cores), cfg.max_cores);
         let needed = arrays.div_ceil(cores);
-        let per_core = if c.chance(cfg.edge_ratio) { needed } else { c.size(needed, cfg.max_arrays_per_core) };
+        let per_core = if c.chance(cfg.edge_ratio) {
+            needed
+        } else {
+            c.size(needed, cfg.max_arrays_per_core)
+        };
         // More than the largest chip holds (a rare depthwise case): the largest chip, which
         // the compiler declines as unsupported.
         (cores, per_core.clamp(1, cfg.max_arrays_per_core))
@@ -513,7 +638,13 @@ fn arch_for<C: Choices>(cfg: &GenConfig, c: &mut C, arrays: usize, rows: usize, 
     } else {
         cfg.max_local_memory_bytes
     };
-    CaseArch { cores, arrays_per_core: per_core, array_rows: rows, array_cols: cols, local_memory_bytes: local }
+    CaseArch {
+        cores,
+        arrays_per_core: per_core,
+        array_rows: rows,
+        array_cols: cols,
+        local_memory_bytes: local,
+    }
 }
 
 /// How a tensor's values are drawn.
@@ -677,7 +808,11 @@ pub fn edge_tags(case: &Case) -> Vec<EdgeTag> {
             channels(m.in_features, m.out_features, &mut tags);
         }
         Op::Conv2d(op) => {
-            channels(op.in_channels / op.groups, op.out_channels / op.groups, &mut tags);
+            channels(
+                op.in_channels / op.groups,
+                op.out_channels / op.groups,
+                &mut tags,
+            );
             let (h, w) = (case.spec.input_shape[2], case.spec.input_shape[3]);
             if op.kernel[0] > h || op.kernel[1] > w {
                 tags.push(EdgeTag::KernelLargerThanInput);
@@ -697,7 +832,11 @@ pub fn edge_tags(case: &Case) -> Vec<EdgeTag> {
                 tags.push(EdgeTag::OnePixelOutput);
             }
             if op.groups > 1 {
-                tags.push(if op.groups == op.in_channels { EdgeTag::Depthwise } else { EdgeTag::Grouped });
+                tags.push(if op.groups == op.in_channels {
+                    EdgeTag::Depthwise
+                } else {
+                    EdgeTag::Grouped
+                });
             }
             if op.dilation != [1, 1] {
                 tags.push(EdgeTag::Dilated);
@@ -710,7 +849,11 @@ pub fn edge_tags(case: &Case) -> Vec<EdgeTag> {
     if cols == 1 {
         tags.push(EdgeTag::OneColumnArrays);
     }
-    tags.push(if arch.cores == 1 { EdgeTag::SingleCore } else { EdgeTag::ManyCores });
+    tags.push(if arch.cores == 1 {
+        EdgeTag::SingleCore
+    } else {
+        EdgeTag::ManyCores
+    });
     if has_zero_weight_tile(case) {
         tags.push(EdgeTag::ZeroWeightTile);
     }
@@ -750,7 +893,8 @@ fn has_zero_weight_tile(case: &Case) -> bool {
                         (0..kh * kw).any(|p| {
                             let (i, j) = (p / kw, p % kw);
                             (ot * cols..((ot + 1) * cols).min(kpg)).all(|o| {
-                                (it * rows..((it + 1) * rows).min(cg)).all(|ci| case.weight[[g * kpg + o, ci, i, j]] == 0)
+                                (it * rows..((it + 1) * rows).min(cg))
+                                    .all(|ci| case.weight[[g * kpg + o, ci, i, j]] == 0)
                             })
                         })
                     })
@@ -759,8 +903,10 @@ fn has_zero_weight_tile(case: &Case) -> bool {
         }
         Op::Mvm(m) => (0..m.out_features.div_ceil(cols)).any(|ot| {
             (0..m.in_features.div_ceil(rows)).any(|it| {
-                (ot * cols..((ot + 1) * cols).min(m.out_features))
-                    .all(|o| (it * rows..((it + 1) * rows).min(m.in_features)).all(|i| case.weight[[o, i]] == 0))
+                (ot * cols..((ot + 1) * cols).min(m.out_features)).all(|o| {
+                    (it * rows..((it + 1) * rows).min(m.in_features))
+                        .all(|i| case.weight[[o, i]] == 0)
+                })
             })
         }),
     }

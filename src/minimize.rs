@@ -22,8 +22,8 @@ use ndarray::{Array1, ArrayD, Axis};
 use pimdiff_oracle::{Case, CaseArch, CaseSpec, Conv2d, Op};
 
 use crate::driver::{check_case, RunConfig};
-use crate::outcome::Signature;
 pub use crate::generate::describe_case;
+use crate::outcome::Signature;
 
 /// Budget of a minimization.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -38,7 +38,10 @@ impl Default for MinimizeConfig {
     /// 10 s and 20,000 candidates: a default-sized case reaches its fixpoint in well under a
     /// second; the bounds only matter for large cases or slow external compilers.
     fn default() -> Self {
-        MinimizeConfig { time_budget: Duration::from_secs(10), max_steps: 20_000 }
+        MinimizeConfig {
+            time_budget: Duration::from_secs(10),
+            max_steps: 20_000,
+        }
     }
 }
 
@@ -61,15 +64,32 @@ pub struct Minimized {
 pub fn case_size(case: &Case) -> u64 {
     let out: usize = case.spec.output_shape().iter().product();
     let bias = case.bias.as_ref().map_or(0, |b| b.len());
-    let nonzero = case.input.iter().chain(case.weight.iter()).filter(|&&v| v != 0).count();
+    let nonzero = case
+        .input
+        .iter()
+        .chain(case.weight.iter())
+        .filter(|&&v| v != 0)
+        .count();
     (case.input.len() + case.weight.len() + bias + out + nonzero) as u64
 }
 
 /// Shrinks `case` while `check_case(.., cfg)` keeps `signature` (see the module docs).
-pub fn minimize(case: &Case, cfg: &RunConfig, signature: &Signature, mcfg: &MinimizeConfig) -> Minimized {
+pub fn minimize(
+    case: &Case,
+    cfg: &RunConfig,
+    signature: &Signature,
+    mcfg: &MinimizeConfig,
+) -> Minimized {
     let start = Instant::now();
-    let mut m = Minimized { case: case.clone(), signature: signature.clone(), tried: 0, kept: 0, log: Vec::new() };
-    let out_of_budget = |m: &Minimized| m.tried >= mcfg.max_steps || start.elapsed() >= mcfg.time_budget;
+    let mut m = Minimized {
+        case: case.clone(),
+        signature: signature.clone(),
+        tried: 0,
+        kept: 0,
+        log: Vec::new(),
+    };
+    let out_of_budget =
+        |m: &Minimized| m.tried >= mcfg.max_steps || start.elapsed() >= mcfg.time_budget;
     loop {
         let mut progress = false;
         for family in FAMILIES {
@@ -80,11 +100,18 @@ pub fn minimize(case: &Case, cfg: &RunConfig, signature: &Signature, mcfg: &Mini
             let mut resume = 0;
             loop {
                 if out_of_budget(&m) {
-                    m.log.push(format!("stopped: budget exhausted after {} candidates", m.tried));
+                    m.log.push(format!(
+                        "stopped: budget exhausted after {} candidates",
+                        m.tried
+                    ));
                     return m;
                 }
                 let mut kept_at = None;
-                for (k, (what, candidate)) in candidates(*family, &m.case).into_iter().enumerate().skip(resume) {
+                for (k, (what, candidate)) in candidates(*family, &m.case)
+                    .into_iter()
+                    .enumerate()
+                    .skip(resume)
+                {
                     if out_of_budget(&m) {
                         break;
                     }
@@ -106,7 +133,8 @@ pub fn minimize(case: &Case, cfg: &RunConfig, signature: &Signature, mcfg: &Mini
             }
         }
         if !progress {
-            m.log.push(format!("stopped: fixpoint after {} candidates", m.tried));
+            m.log
+                .push(format!("stopped: fixpoint after {} candidates", m.tried));
             return m;
         }
     }
@@ -157,7 +185,12 @@ fn smaller(n: usize) -> Vec<usize> {
 }
 
 /// Rebuilds a case from parts; `None` when it is not valid.
-fn build(spec: CaseSpec, input: ArrayD<i8>, weight: ArrayD<i8>, bias: Option<Array1<i32>>) -> Option<Case> {
+fn build(
+    spec: CaseSpec,
+    input: ArrayD<i8>,
+    weight: ArrayD<i8>,
+    bias: Option<Array1<i32>>,
+) -> Option<Case> {
     Case::new(spec, input, weight, bias, None).ok()
 }
 
@@ -194,7 +227,12 @@ fn candidates(family: Family, case: &Case) -> Vec<(String, Case)> {
                 s.input_shape[0] = m;
                 push(
                     format!("batch {n} → {m}"),
-                    build(s, take(&case.input, 0, &range(m)), case.weight.clone(), case.bias.clone()),
+                    build(
+                        s,
+                        take(&case.input, 0, &range(m)),
+                        case.weight.clone(),
+                        case.bias.clone(),
+                    ),
                 );
             }
             if n >= 2 {
@@ -203,7 +241,12 @@ fn candidates(family: Family, case: &Case) -> Vec<(String, Case)> {
                     s.input_shape[0] = n - 1;
                     push(
                         format!("batch entry {i} removed"),
-                        build(s, take(&case.input, 0, &without(n, i)), case.weight.clone(), case.bias.clone()),
+                        build(
+                            s,
+                            take(&case.input, 0, &without(n, i)),
+                            case.weight.clone(),
+                            case.bias.clone(),
+                        ),
                     );
                 }
             }
@@ -218,12 +261,22 @@ fn candidates(family: Family, case: &Case) -> Vec<(String, Case)> {
                         // The first m rows, then the last m rows.
                         push(
                             format!("{name} {n} → {m} (first)"),
-                            build(s.clone(), take(&case.input, axis, &range(m)), case.weight.clone(), case.bias.clone()),
+                            build(
+                                s.clone(),
+                                take(&case.input, axis, &range(m)),
+                                case.weight.clone(),
+                                case.bias.clone(),
+                            ),
                         );
                         let last: Vec<usize> = (n - m..n).collect();
                         push(
                             format!("{name} {n} → {m} (last)"),
-                            build(s, take(&case.input, axis, &last), case.weight.clone(), case.bias.clone()),
+                            build(
+                                s,
+                                take(&case.input, axis, &last),
+                                case.weight.clone(),
+                                case.bias.clone(),
+                            ),
                         );
                     }
                 }
@@ -235,7 +288,12 @@ fn candidates(family: Family, case: &Case) -> Vec<(String, Case)> {
                     // Keep only the first group: a plain convolution of its channels.
                     let (cpg, kpg) = (c.in_channels / c.groups, c.out_channels / c.groups);
                     let mut s = spec.clone();
-                    s.op = Op::Conv2d(Conv2d { in_channels: cpg, out_channels: kpg, groups: 1, ..c });
+                    s.op = Op::Conv2d(Conv2d {
+                        in_channels: cpg,
+                        out_channels: kpg,
+                        groups: 1,
+                        ..c
+                    });
                     s.input_shape[1] = cpg;
                     push(
                         format!("groups {} → 1 (first group)", c.groups),
@@ -243,13 +301,20 @@ fn candidates(family: Family, case: &Case) -> Vec<(String, Case)> {
                             s,
                             take(&case.input, 1, &range(cpg)),
                             take(&case.weight, 0, &range(kpg)),
-                            case.bias.as_ref().map(|b| b.slice(ndarray::s![..kpg]).to_owned()),
+                            case.bias
+                                .as_ref()
+                                .map(|b| b.slice(ndarray::s![..kpg]).to_owned()),
                         ),
                     );
                     // Fewer groups, same channels per group.
                     for g in smaller(c.groups) {
                         let mut s = spec.clone();
-                        s.op = Op::Conv2d(Conv2d { in_channels: cpg * g, out_channels: kpg * g, groups: g, ..c });
+                        s.op = Op::Conv2d(Conv2d {
+                            in_channels: cpg * g,
+                            out_channels: kpg * g,
+                            groups: g,
+                            ..c
+                        });
                         s.input_shape[1] = cpg * g;
                         push(
                             format!("groups {} → {g}", c.groups),
@@ -257,7 +322,9 @@ fn candidates(family: Family, case: &Case) -> Vec<(String, Case)> {
                                 s,
                                 take(&case.input, 1, &range(cpg * g)),
                                 take(&case.weight, 0, &range(kpg * g)),
-                                case.bias.as_ref().map(|b| b.slice(ndarray::s![..kpg * g]).to_owned()),
+                                case.bias
+                                    .as_ref()
+                                    .map(|b| b.slice(ndarray::s![..kpg * g]).to_owned()),
                             ),
                         );
                     }
@@ -270,58 +337,90 @@ fn candidates(family: Family, case: &Case) -> Vec<(String, Case)> {
                 let (cpg, kpg) = (c.in_channels / g, c.out_channels / g);
                 // Input channels per group.
                 for m in smaller(cpg) {
-                    let keep_in: Vec<usize> = (0..g).flat_map(|gi| (0..m).map(move |i| gi * cpg + i)).collect();
+                    let keep_in: Vec<usize> = (0..g)
+                        .flat_map(|gi| (0..m).map(move |i| gi * cpg + i))
+                        .collect();
                     let mut s = spec.clone();
-                    s.op = Op::Conv2d(Conv2d { in_channels: m * g, ..c });
+                    s.op = Op::Conv2d(Conv2d {
+                        in_channels: m * g,
+                        ..c
+                    });
                     s.input_shape[1] = m * g;
                     push(
                         format!("input channels {} → {}", c.in_channels, m * g),
-                        build(s, take(&case.input, 1, &keep_in), take(&case.weight, 1, &range(m)), case.bias.clone()),
+                        build(
+                            s,
+                            take(&case.input, 1, &keep_in),
+                            take(&case.weight, 1, &range(m)),
+                            case.bias.clone(),
+                        ),
                     );
                 }
                 // One input channel (of every group) removed.
                 if cpg >= 2 {
                     for i in 0..cpg {
-                        let keep_in: Vec<usize> =
-                            (0..g).flat_map(|gi| without(cpg, i).into_iter().map(move |j| gi * cpg + j)).collect();
+                        let keep_in: Vec<usize> = (0..g)
+                            .flat_map(|gi| without(cpg, i).into_iter().map(move |j| gi * cpg + j))
+                            .collect();
                         let mut s = spec.clone();
-                        s.op = Op::Conv2d(Conv2d { in_channels: (cpg - 1) * g, ..c });
+                        s.op = Op::Conv2d(Conv2d {
+                            in_channels: (cpg - 1) * g,
+                            ..c
+                        });
                         s.input_shape[1] = (cpg - 1) * g;
                         push(
                             format!("input channel {i} removed"),
-                            build(s, take(&case.input, 1, &keep_in), take(&case.weight, 1, &without(cpg, i)), case.bias.clone()),
+                            build(
+                                s,
+                                take(&case.input, 1, &keep_in),
+                                take(&case.weight, 1, &without(cpg, i)),
+                                case.bias.clone(),
+                            ),
                         );
                     }
                 }
                 // Output channels per group.
                 for m in smaller(kpg) {
-                    let keep_out: Vec<usize> = (0..g).flat_map(|gi| (0..m).map(move |i| gi * kpg + i)).collect();
+                    let keep_out: Vec<usize> = (0..g)
+                        .flat_map(|gi| (0..m).map(move |i| gi * kpg + i))
+                        .collect();
                     let mut s = spec.clone();
-                    s.op = Op::Conv2d(Conv2d { out_channels: m * g, ..c });
+                    s.op = Op::Conv2d(Conv2d {
+                        out_channels: m * g,
+                        ..c
+                    });
                     push(
                         format!("output channels {} → {}", c.out_channels, m * g),
                         build(
                             s,
                             case.input.clone(),
                             take(&case.weight, 0, &keep_out),
-                            case.bias.as_ref().map(|b| Array1::from_iter(keep_out.iter().map(|&i| b[i]))),
+                            case.bias
+                                .as_ref()
+                                .map(|b| Array1::from_iter(keep_out.iter().map(|&i| b[i]))),
                         ),
                     );
                 }
                 // One output channel (of every group) removed.
                 if kpg >= 2 {
                     for i in 0..kpg {
-                        let keep_out: Vec<usize> =
-                            (0..g).flat_map(|gi| without(kpg, i).into_iter().map(move |j| gi * kpg + j)).collect();
+                        let keep_out: Vec<usize> = (0..g)
+                            .flat_map(|gi| without(kpg, i).into_iter().map(move |j| gi * kpg + j))
+                            .collect();
                         let mut s = spec.clone();
-                        s.op = Op::Conv2d(Conv2d { out_channels: (kpg - 1) * g, ..c });
+                        s.op = Op::Conv2d(Conv2d {
+                            out_channels: (kpg - 1) * g,
+                            ..c
+                        });
                         push(
                             format!("output channel {i} removed"),
                             build(
                                 s,
                                 case.input.clone(),
                                 take(&case.weight, 0, &keep_out),
-                                case.bias.as_ref().map(|b| Array1::from_iter(keep_out.iter().map(|&j| b[j]))),
+                                case.bias
+                                    .as_ref()
+                                    .map(|b| Array1::from_iter(keep_out.iter().map(|&j| b[j]))),
                             ),
                         );
                     }
@@ -332,14 +431,19 @@ fn candidates(family: Family, case: &Case) -> Vec<(String, Case)> {
                     for i in 0..mv.out_features {
                         let keep = without(mv.out_features, i);
                         let mut s = spec.clone();
-                        s.op = Op::Mvm(pimdiff_oracle::Mvm { out_features: mv.out_features - 1, ..mv });
+                        s.op = Op::Mvm(pimdiff_oracle::Mvm {
+                            out_features: mv.out_features - 1,
+                            ..mv
+                        });
                         push(
                             format!("out feature {i} removed"),
                             build(
                                 s,
                                 case.input.clone(),
                                 take(&case.weight, 0, &keep),
-                                case.bias.as_ref().map(|b| Array1::from_iter(keep.iter().map(|&j| b[j]))),
+                                case.bias
+                                    .as_ref()
+                                    .map(|b| Array1::from_iter(keep.iter().map(|&j| b[j]))),
                             ),
                         );
                     }
@@ -348,33 +452,54 @@ fn candidates(family: Family, case: &Case) -> Vec<(String, Case)> {
                     for i in 0..mv.in_features {
                         let keep = without(mv.in_features, i);
                         let mut s = spec.clone();
-                        s.op = Op::Mvm(pimdiff_oracle::Mvm { in_features: mv.in_features - 1, ..mv });
+                        s.op = Op::Mvm(pimdiff_oracle::Mvm {
+                            in_features: mv.in_features - 1,
+                            ..mv
+                        });
                         s.input_shape[1] = mv.in_features - 1;
                         push(
                             format!("in feature {i} removed"),
-                            build(s, take(&case.input, 1, &keep), take(&case.weight, 1, &keep), case.bias.clone()),
+                            build(
+                                s,
+                                take(&case.input, 1, &keep),
+                                take(&case.weight, 1, &keep),
+                                case.bias.clone(),
+                            ),
                         );
                     }
                 }
                 for m in smaller(mv.in_features) {
                     let mut s = spec.clone();
-                    s.op = Op::Mvm(pimdiff_oracle::Mvm { in_features: m, ..mv });
+                    s.op = Op::Mvm(pimdiff_oracle::Mvm {
+                        in_features: m,
+                        ..mv
+                    });
                     s.input_shape[1] = m;
                     push(
                         format!("in features {} → {m}", mv.in_features),
-                        build(s, take(&case.input, 1, &range(m)), take(&case.weight, 1, &range(m)), case.bias.clone()),
+                        build(
+                            s,
+                            take(&case.input, 1, &range(m)),
+                            take(&case.weight, 1, &range(m)),
+                            case.bias.clone(),
+                        ),
                     );
                 }
                 for m in smaller(mv.out_features) {
                     let mut s = spec.clone();
-                    s.op = Op::Mvm(pimdiff_oracle::Mvm { out_features: m, ..mv });
+                    s.op = Op::Mvm(pimdiff_oracle::Mvm {
+                        out_features: m,
+                        ..mv
+                    });
                     push(
                         format!("out features {} → {m}", mv.out_features),
                         build(
                             s,
                             case.input.clone(),
                             take(&case.weight, 0, &range(m)),
-                            case.bias.as_ref().map(|b| b.slice(ndarray::s![..m]).to_owned()),
+                            case.bias
+                                .as_ref()
+                                .map(|b| b.slice(ndarray::s![..m]).to_owned()),
                         ),
                     );
                 }
@@ -391,7 +516,12 @@ fn candidates(family: Family, case: &Case) -> Vec<(String, Case)> {
                         s.op = Op::Conv2d(op);
                         push(
                             format!("{name} {k} → {m}"),
-                            build(s, case.input.clone(), take(&case.weight, 2 + axis, &range(m)), case.bias.clone()),
+                            build(
+                                s,
+                                case.input.clone(),
+                                take(&case.weight, 2 + axis, &range(m)),
+                                case.bias.clone(),
+                            ),
                         );
                     }
                 }
@@ -436,7 +566,15 @@ fn candidates(family: Family, case: &Case) -> Vec<(String, Case)> {
                 for (what, op) in ops {
                     let mut s = spec.clone();
                     s.op = Op::Conv2d(op);
-                    push(what, build(s, case.input.clone(), case.weight.clone(), case.bias.clone()));
+                    push(
+                        what,
+                        build(
+                            s,
+                            case.input.clone(),
+                            case.weight.clone(),
+                            case.bias.clone(),
+                        ),
+                    );
                 }
             }
         }
@@ -457,10 +595,26 @@ fn candidates(family: Family, case: &Case) -> Vec<(String, Case)> {
                 s
             };
             if bias {
-                push("bias removed".into(), build(with(false, relu), case.input.clone(), case.weight.clone(), None));
+                push(
+                    "bias removed".into(),
+                    build(
+                        with(false, relu),
+                        case.input.clone(),
+                        case.weight.clone(),
+                        None,
+                    ),
+                );
             }
             if relu {
-                push("relu removed".into(), build(with(bias, false), case.input.clone(), case.weight.clone(), case.bias.clone()));
+                push(
+                    "relu removed".into(),
+                    build(
+                        with(bias, false),
+                        case.input.clone(),
+                        case.weight.clone(),
+                        case.bias.clone(),
+                    ),
+                );
             }
         }
         Family::Cores | Family::ArraysPerCore | Family::ArraySize => {
@@ -469,30 +623,50 @@ fn candidates(family: Family, case: &Case) -> Vec<(String, Case)> {
             match family {
                 Family::Cores => {
                     for m in smaller(a.cores) {
-                        archs.push((format!("cores {} → {m}", a.cores), CaseArch { cores: m, ..a }));
+                        archs.push((
+                            format!("cores {} → {m}", a.cores),
+                            CaseArch { cores: m, ..a },
+                        ));
                     }
                 }
                 Family::ArraysPerCore => {
                     for m in smaller(a.arrays_per_core) {
                         archs.push((
                             format!("arrays per core {} → {m}", a.arrays_per_core),
-                            CaseArch { arrays_per_core: m, ..a },
+                            CaseArch {
+                                arrays_per_core: m,
+                                ..a
+                            },
                         ));
                     }
                 }
                 _ => {
                     for m in smaller(a.array_rows) {
-                        archs.push((format!("array rows {} → {m}", a.array_rows), CaseArch { array_rows: m, ..a }));
+                        archs.push((
+                            format!("array rows {} → {m}", a.array_rows),
+                            CaseArch { array_rows: m, ..a },
+                        ));
                     }
                     for m in smaller(a.array_cols) {
-                        archs.push((format!("array cols {} → {m}", a.array_cols), CaseArch { array_cols: m, ..a }));
+                        archs.push((
+                            format!("array cols {} → {m}", a.array_cols),
+                            CaseArch { array_cols: m, ..a },
+                        ));
                     }
                 }
             }
             for (what, arch) in archs {
                 let mut s = spec.clone();
                 s.arch = arch;
-                push(what, build(s, case.input.clone(), case.weight.clone(), case.bias.clone()));
+                push(
+                    what,
+                    build(
+                        s,
+                        case.input.clone(),
+                        case.weight.clone(),
+                        case.bias.clone(),
+                    ),
+                );
             }
         }
         Family::ZeroValues | Family::UnitValues => {
@@ -516,14 +690,35 @@ fn value_candidates(case: &Case, zero: bool, push: &mut impl FnMut(String, Optio
     let word = if zero { "0" } else { "±1" };
     // Whole tensors.
     if case.input.iter().any(|&v| changes8(v)) {
-        push(format!("input → {word}"), rebuild(case.input.mapv(target8), case.weight.clone(), case.bias.clone()));
+        push(
+            format!("input → {word}"),
+            rebuild(
+                case.input.mapv(target8),
+                case.weight.clone(),
+                case.bias.clone(),
+            ),
+        );
     }
     if case.weight.iter().any(|&v| changes8(v)) {
-        push(format!("weight → {word}"), rebuild(case.input.clone(), case.weight.mapv(target8), case.bias.clone()));
+        push(
+            format!("weight → {word}"),
+            rebuild(
+                case.input.clone(),
+                case.weight.mapv(target8),
+                case.bias.clone(),
+            ),
+        );
     }
     if let Some(b) = &case.bias {
         if b.iter().any(|&v| changes32(v)) {
-            push(format!("bias → {word}"), rebuild(case.input.clone(), case.weight.clone(), Some(b.mapv(target32))));
+            push(
+                format!("bias → {word}"),
+                rebuild(
+                    case.input.clone(),
+                    case.weight.clone(),
+                    Some(b.mapv(target32)),
+                ),
+            );
         }
     }
     // Halves, then single elements (input, weight), then single bias entries.
@@ -545,12 +740,24 @@ fn value_candidates(case: &Case, zero: bool, push: &mut impl FnMut(String, Optio
             for v in &mut values[lo..hi] {
                 *v = target8(*v);
             }
-            let Ok(changed) = ArrayD::from_shape_vec(t.raw_dim(), values) else { continue };
-            let what = if hi - lo == 1 { format!("{name}[{lo}] → {word}") } else { format!("{name}[{lo}..{hi}] → {word}") };
-            if is_input {
-                push(what, rebuild(changed, case.weight.clone(), case.bias.clone()));
+            let Ok(changed) = ArrayD::from_shape_vec(t.raw_dim(), values) else {
+                continue;
+            };
+            let what = if hi - lo == 1 {
+                format!("{name}[{lo}] → {word}")
             } else {
-                push(what, rebuild(case.input.clone(), changed, case.bias.clone()));
+                format!("{name}[{lo}..{hi}] → {word}")
+            };
+            if is_input {
+                push(
+                    what,
+                    rebuild(changed, case.weight.clone(), case.bias.clone()),
+                );
+            } else {
+                push(
+                    what,
+                    rebuild(case.input.clone(), changed, case.bias.clone()),
+                );
             }
         }
     }
@@ -559,7 +766,10 @@ fn value_candidates(case: &Case, zero: bool, push: &mut impl FnMut(String, Optio
             if changes32(b[i]) {
                 let mut nb = b.clone();
                 nb[i] = target32(b[i]);
-                push(format!("bias[{i}] → {word}"), rebuild(case.input.clone(), case.weight.clone(), Some(nb)));
+                push(
+                    format!("bias[{i}] → {word}"),
+                    rebuild(case.input.clone(), case.weight.clone(), Some(nb)),
+                );
             }
         }
     }

@@ -123,7 +123,9 @@ pub fn compile_mutated(bug: BugClass, case: &Case) -> Result<Bundle, Outcome> {
 /// The case with one padding moved by one from the top (left) to the bottom (right), or the
 /// other way: same padded size, same output, input read one row (column) off.
 fn shifted_padding(case: &Case) -> Option<Case> {
-    let Op::Conv2d(mut op) = case.spec.op else { return None };
+    let Op::Conv2d(mut op) = case.spec.op else {
+        return None;
+    };
     let p = op.padding;
     op.padding = if p[0] > 0 {
         [p[0] - 1, p[1], p[2] + 1, p[3]]
@@ -138,13 +140,25 @@ fn shifted_padding(case: &Case) -> Option<Case> {
     };
     let mut spec = case.spec.clone();
     spec.op = Op::Conv2d(op);
-    Case::new(spec, case.input.clone(), case.weight.clone(), case.bias.clone(), None).ok()
+    Case::new(
+        spec,
+        case.input.clone(),
+        case.weight.clone(),
+        case.bias.clone(),
+        None,
+    )
+    .ok()
 }
 
 /// Injects `bug` into a correct bundle of `case`. Returns `false`, leaving the bundle
 /// unchanged, when it has no site for the bug.
 pub fn inject(bug: BugClass, case: &Case, bundle: &mut Bundle) -> bool {
-    let roles: Vec<Vec<Role>> = bundle.program.cores.iter().map(|insts| annotate(insts, bundle)).collect();
+    let roles: Vec<Vec<Role>> = bundle
+        .program
+        .cores
+        .iter()
+        .map(|insts| annotate(insts, bundle))
+        .collect();
     let cores = &mut bundle.program.cores;
     // The first instruction (core-major order) with a role satisfying `want`.
     let first = |want: &dyn Fn(&Inst, Role) -> bool| -> Option<(usize, usize)> {
@@ -216,17 +230,32 @@ pub fn inject(bug: BugClass, case: &Case, bundle: &mut Bundle) -> bool {
         }
         BugClass::WrongSetbwBeforeReduction => {
             // The last `setbw` before the first partial-sum addition.
-            let Some((c, i)) = first(&|_, r| matches!(r, Role::LocalAdd | Role::RemoteAdd)) else { return false };
-            let Some(j) = (0..i).rev().find(|&j| matches!(cores[c][j], Inst::Setbw { .. })) else { return false };
-            cores[c][j] = Inst::Setbw { ibiw: Width::W16, obiw: Width::W16 };
+            let Some((c, i)) = first(&|_, r| matches!(r, Role::LocalAdd | Role::RemoteAdd)) else {
+                return false;
+            };
+            let Some(j) = (0..i)
+                .rev()
+                .find(|&j| matches!(cores[c][j], Inst::Setbw { .. }))
+            else {
+                return false;
+            };
+            cores[c][j] = Inst::Setbw {
+                ibiw: Width::W16,
+                obiw: Width::W16,
+            };
             true
         }
         BugClass::TransposedCells => {
             for xb in bundle.xbars.cores.values_mut() {
                 let (_, array_rows, array_cols) = xb.cells.dim();
                 for g in &xb.groups {
-                    let side = (g.rows as usize).min(g.cols as usize).min(array_cols).min(array_rows);
-                    let Some(&array) = g.arrays.first() else { continue };
+                    let side = (g.rows as usize)
+                        .min(g.cols as usize)
+                        .min(array_cols)
+                        .min(array_rows);
+                    let Some(&array) = g.arrays.first() else {
+                        continue;
+                    };
                     if side < 2 {
                         continue;
                     }
@@ -255,24 +284,33 @@ pub fn inject(bug: BugClass, case: &Case, bundle: &mut Bundle) -> bool {
             false
         }
         BugClass::MissingBias => {
-            let bias_nonzero = case.bias.as_ref().is_some_and(|b| b.iter().any(|&v| v != 0));
+            let bias_nonzero = case
+                .bias
+                .as_ref()
+                .is_some_and(|b| b.iter().any(|&v| v != 0));
             if !bias_nonzero || bundle.manifest.constants.is_empty() {
                 return false;
             }
             bundle.manifest.constants.clear();
             true
         }
-        BugClass::StoreOffByOne => match first(&|inst, _| matches!(inst, Inst::Mem { op: MemOp::St, .. })) {
-            Some((c, i)) => {
-                if let Inst::Mem { offset, .. } = &mut cores[c][i] {
-                    *offset = Offset { select: offset.select | 1, value: offset.value + 4 };
+        BugClass::StoreOffByOne => {
+            match first(&|inst, _| matches!(inst, Inst::Mem { op: MemOp::St, .. })) {
+                Some((c, i)) => {
+                    if let Inst::Mem { offset, .. } = &mut cores[c][i] {
+                        *offset = Offset {
+                            select: offset.select | 1,
+                            value: offset.value + 4,
+                        };
+                    }
+                    true
                 }
-                true
+                None => false,
             }
-            None => false,
-        },
+        }
         BugClass::ShortInputLoad => match first(&|inst, r| {
-            matches!(inst, Inst::Mem { op: MemOp::Ld, size, .. } if *size > 0) && r == Role::InputLoad
+            matches!(inst, Inst::Mem { op: MemOp::Ld, size, .. } if *size > 0)
+                && r == Role::InputLoad
         }) {
             Some((c, i)) => {
                 if let Inst::Mem { size, .. } = &mut cores[c][i] {
@@ -294,7 +332,9 @@ pub fn inject(bug: BugClass, case: &Case, bundle: &mut Bundle) -> bool {
                             *relu = false;
                             changed = true;
                         }
-                        Inst::UnVec { op: UnVecOp::Vrelu, .. } => {
+                        Inst::UnVec {
+                            op: UnVecOp::Vrelu, ..
+                        } => {
                             *inst = Inst::Nop;
                             changed = true;
                         }
@@ -326,7 +366,12 @@ fn annotate(insts: &[Inst], bundle: &Bundle) -> Vec<Role> {
     let manifest = &bundle.manifest;
     let input_lo = manifest.input.addr as u64;
     let input_hi = input_lo + manifest.input.byte_len() as u64;
-    let in_constant = |g: u64| manifest.constants.iter().any(|c| g >= c.addr as u64 && g < c.addr as u64 + c.data.len() as u64);
+    let in_constant = |g: u64| {
+        manifest
+            .constants
+            .iter()
+            .any(|c| g >= c.addr as u64 && g < c.addr as u64 + c.data.len() as u64)
+    };
     let mut regs: [Option<i64>; 32] = [None; 32];
     // Local-memory ranges holding bias values, and start addresses of receive buffers.
     let mut bias_ranges: Vec<(i64, i64)> = Vec::new();
@@ -336,10 +381,30 @@ fn annotate(insts: &[Inst], bundle: &Bundle) -> Vec<Role> {
         let mut role = Role::Other;
         match *inst {
             Inst::Sldi { rd, imm } => regs[rd.index()] = Some(imm as u32 as i64),
-            Inst::Sld { rd, .. } | Inst::Scalar { rd, .. } | Inst::ScalarImm { rd, .. } => regs[rd.index()] = None,
-            Inst::Mem { op: MemOp::Ld, rd, rs1, size, offset } => {
-                let l = regs[rd.index()].map(|v| v + if offset.applies_to_rd() { offset.value as i64 } else { 0 });
-                let g = regs[rs1.index()].map(|v| v + if offset.applies_to_rs1() { offset.value as i64 } else { 0 });
+            Inst::Sld { rd, .. } | Inst::Scalar { rd, .. } | Inst::ScalarImm { rd, .. } => {
+                regs[rd.index()] = None
+            }
+            Inst::Mem {
+                op: MemOp::Ld,
+                rd,
+                rs1,
+                size,
+                offset,
+            } => {
+                let l = regs[rd.index()].map(|v| {
+                    v + if offset.applies_to_rd() {
+                        offset.value as i64
+                    } else {
+                        0
+                    }
+                });
+                let g = regs[rs1.index()].map(|v| {
+                    v + if offset.applies_to_rs1() {
+                        offset.value as i64
+                    } else {
+                        0
+                    }
+                });
                 if let (Some(l), Some(g)) = (l, g) {
                     if g >= 0 && in_constant(g as u64) {
                         bias_ranges.push((l, l + size as i64));
@@ -353,10 +418,23 @@ fn annotate(insts: &[Inst], bundle: &Bundle) -> Vec<Role> {
                     recv_bufs.insert(v + offset as i64, ());
                 }
             }
-            Inst::BinVec { op: BinVecOp::Vvadd, rs2, offset, .. } => {
-                let b = regs[rs2.index()].map(|v| v + if offset.applies_to_rs2() { offset.value as i64 * 4 } else { 0 });
+            Inst::BinVec {
+                op: BinVecOp::Vvadd,
+                rs2,
+                offset,
+                ..
+            } => {
+                let b = regs[rs2.index()].map(|v| {
+                    v + if offset.applies_to_rs2() {
+                        offset.value as i64 * 4
+                    } else {
+                        0
+                    }
+                });
                 role = match b {
-                    Some(b) if bias_ranges.iter().any(|&(lo, hi)| b >= lo && b < hi) => Role::BiasAdd,
+                    Some(b) if bias_ranges.iter().any(|&(lo, hi)| b >= lo && b < hi) => {
+                        Role::BiasAdd
+                    }
                     Some(b) if recv_bufs.contains_key(&b) => Role::RemoteAdd,
                     _ => Role::LocalAdd,
                 };
@@ -408,9 +486,16 @@ pub fn first_detection(
     for (i, seed) in (first_seed..).take(max_cases).enumerate() {
         let case = crate::generate::case_from_seed(gen, seed);
         let result = check_case(&case, &mutated);
-        let Some(signature) = result.outcome.signature() else { continue };
+        let Some(signature) = result.outcome.signature() else {
+            continue;
+        };
         if check_case(&case, &correct).outcome == Outcome::Pass {
-            return Some(Detection { cases: i + 1, seed, case, signature });
+            return Some(Detection {
+                cases: i + 1,
+                seed,
+                case,
+                signature,
+            });
         }
     }
     None

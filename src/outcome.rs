@@ -28,7 +28,11 @@ pub enum Outcome {
     Mismatch(Mismatch),
     /// The interpreter stopped on a fault. `report` is the interpreter's text (core, pc,
     /// instruction, reason); `kind` is the fault kind's name (e.g. `LmemRange`).
-    Fault { report: String, opcode: Opcode, kind: String },
+    Fault {
+        report: String,
+        opcode: Opcode,
+        kind: String,
+    },
     /// Every unfinished core blocked. `report` is the interpreter's per-core wait report;
     /// `waits` an abstract summary of it (`blocked at recv, send`: the blocked opcodes), used
     /// in the signature.
@@ -64,20 +68,83 @@ impl Mismatch {
     pub const FIRST: usize = 8;
 }
 
-/// The abstract shape of a mismatch. Each field is one of a few words, so that one bug on
-/// cases of different sizes classifies the same.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+/// The abstract shape of a mismatch: a few words that do not depend on the sizes, so that
+/// one bug on cases of different sizes classifies the same.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct MismatchClass {
-    /// `"output shape"` when the machine's output has another shape than the oracle's;
-    /// otherwise `"values"`.
-    pub what: String,
-    /// Output channels (conv2d) or features (MVM) with a difference: `all` or `some`.
-    pub channels: String,
-    /// Output pixels with a difference (conv2d): `all`, `border only`, `interior only`,
-    /// `some`; `-` for MVM.
-    pub pixels: String,
-    /// Batch entries with a difference: `all` or `some`.
-    pub batch: String,
+    /// Whether the values differ or the output's shape itself.
+    pub what: MismatchWhat,
+    /// Output channels (conv2d) or features (MVM) with a difference.
+    pub channels: Extent,
+    /// Output pixels with a difference (conv2d; not applicable to MVM).
+    pub pixels: PixelExtent,
+    /// Batch entries with a difference.
+    pub batch: Extent,
+}
+
+/// What differs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum MismatchWhat {
+    /// Same shape, different values.
+    Values,
+    /// The machine's output slot has another shape than the oracle's output.
+    OutputShape,
+}
+
+/// How much of an axis has a difference.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Extent {
+    All,
+    Some,
+}
+
+/// Which output pixels have a difference.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PixelExtent {
+    All,
+    /// Only pixels on the output's border (first/last row or column).
+    BorderOnly,
+    /// Only pixels off the border.
+    InteriorOnly,
+    Some,
+    /// An MVM output has no pixels.
+    NotApplicable,
+}
+
+impl fmt::Display for Extent {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Extent::All => "all",
+            Extent::Some => "some",
+        })
+    }
+}
+
+impl fmt::Display for PixelExtent {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            PixelExtent::All => "all",
+            PixelExtent::BorderOnly => "border only",
+            PixelExtent::InteriorOnly => "interior only",
+            PixelExtent::Some => "some",
+            PixelExtent::NotApplicable => "-",
+        })
+    }
+}
+
+impl fmt::Display for MismatchClass {
+    /// `channels all, pixels border only, batch all`, or `output shape`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.what {
+            MismatchWhat::Values => {
+                write!(f, "channels {}, pixels {}, batch {}", self.channels, self.pixels, self.batch)
+            }
+            MismatchWhat::OutputShape => f.write_str("output shape"),
+        }
+    }
 }
 
 /// What identifies a failure across cases (see the module documentation).
@@ -120,37 +187,40 @@ impl Outcome {
     pub fn is_finding(&self) -> bool {
         matches!(
             self,
-            Outcome::Mismatch(_) | Outcome::Fault { .. } | Outcome::Deadlock { .. } | Outcome::CompileError { .. }
+            Outcome::Mismatch(_)
+                | Outcome::Fault { .. }
+                | Outcome::Deadlock { .. }
+                | Outcome::CompileError { .. }
         )
     }
 
     /// The signature of a finding; `None` for every outcome that is not one.
     pub fn signature(&self) -> Option<Signature> {
         let detail = match self {
-            Outcome::Mismatch(m) => {
-                let c = &m.class;
-                if c.what == "values" {
-                    format!("channels {}, pixels {}, batch {}", c.channels, c.pixels, c.batch)
-                } else {
-                    c.what.clone()
-                }
-            }
+            Outcome::Mismatch(m) => m.class.to_string(),
             Outcome::Fault { opcode, kind, .. } => format!("{}: {kind}", opcode.mnemonic()),
             Outcome::Deadlock { waits, .. } => waits.clone(),
             Outcome::CompileError { message } => abstract_message(message),
             _ => return None,
         };
-        Some(Signature { kind: self.kind().to_string(), detail })
+        Some(Signature {
+            kind: self.kind().to_string(),
+            detail,
+        })
     }
 
     /// A one-line description (kind and the first line of the detail), for logs.
     pub fn summary(&self) -> String {
         match self {
             Outcome::Pass => "pass".into(),
-            Outcome::Mismatch(m) => format!("mismatch: {} of {} elements differ", m.differing, m.total),
+            Outcome::Mismatch(m) => {
+                format!("mismatch: {} of {} elements differ", m.differing, m.total)
+            }
             Outcome::Fault { report, .. } => format!("fault: {}", first_line(report)),
             Outcome::Deadlock { report, .. } => format!("deadlock: {}", first_line(report)),
-            Outcome::OutOfSteps { executed } => format!("out of steps after {executed} instructions"),
+            Outcome::OutOfSteps { executed } => {
+                format!("out of steps after {executed} instructions")
+            }
             Outcome::CompileError { message } => format!("compile error: {}", first_line(message)),
             Outcome::Unsupported { reason } => format!("unsupported: {}", first_line(reason)),
             Outcome::Poisoned { reason } => format!("poisoned: {}", first_line(reason)),
@@ -169,7 +239,11 @@ pub fn abstract_message(message: &str) -> String {
     let mut words = Vec::new();
     for word in line.split_whitespace() {
         // A path: keep the last component (a temporary directory differs per run).
-        let word = if word.contains('/') { word.rsplit('/').next().unwrap_or(word) } else { word };
+        let word = if word.contains('/') {
+            word.rsplit('/').next().unwrap_or(word)
+        } else {
+            word
+        };
         words.push(word);
     }
     let joined = words.join(" ");

@@ -37,25 +37,45 @@ pub fn render_report(case: &Case, result: &CaseResult, cfg: &RunConfig) -> Strin
         let _ = writeln!(r, "- signature: `{sig}`");
     }
     let _ = writeln!(r, "- compiler: {}", cfg.compiler.describe());
-    let _ = writeln!(r, "- schedule: {:?}, step budget {}", cfg.schedule, cfg.step_budget);
+    let _ = writeln!(
+        r,
+        "- schedule: {:?}, step budget {}",
+        cfg.schedule, cfg.step_budget
+    );
     let _ = writeln!(r);
     case_section(&mut r, case);
     match outcome {
         Outcome::Mismatch(m) => {
             let _ = writeln!(r, "## Mismatch\n");
-            let _ = writeln!(r, "{} of {} output elements differ ({}).\n", m.differing, m.total, m.class_text());
+            let _ = writeln!(
+                r,
+                "{} of {} output elements differ ({}).\n",
+                m.differing,
+                m.total,
+                m.class
+            );
             if !m.first.is_empty() {
                 let _ = writeln!(r, "| index | oracle | machine | machine − oracle |");
                 let _ = writeln!(r, "|---|---:|---:|---:|");
                 for (idx, o, mach) in &m.first {
-                    let _ = writeln!(r, "| {idx:?} | {o} | {mach} | {} |", *mach as i64 - *o as i64);
+                    let _ = writeln!(
+                        r,
+                        "| {idx:?} | {o} | {mach} | {} |",
+                        *mach as i64 - *o as i64
+                    );
                 }
                 let _ = writeln!(r);
             }
             if let (Some(o), Some(mach)) = (&result.oracle, &result.machine_output) {
                 if o.shape() == mach.shape() {
                     let _ = writeln!(r, "### Output rows, oracle (−) vs machine (+)\n");
-                    fenced_diff(&mut r, &rows_text(o, &case.spec.op), &rows_text(mach, &case.spec.op), "oracle", "machine");
+                    fenced_diff(
+                        &mut r,
+                        &rows_text(o, &case.spec.op),
+                        &rows_text(mach, &case.spec.op),
+                        "oracle",
+                        "machine",
+                    );
                 } else {
                     let _ = writeln!(
                         r,
@@ -67,10 +87,18 @@ pub fn render_report(case: &Case, result: &CaseResult, cfg: &RunConfig) -> Strin
             }
         }
         Outcome::Fault { report, .. } | Outcome::Deadlock { report, .. } => {
-            let _ = writeln!(r, "## Interpreter report\n\n```text\n{}\n```\n", report.trim_end());
+            let _ = writeln!(
+                r,
+                "## Interpreter report\n\n```text\n{}\n```\n",
+                report.trim_end()
+            );
         }
         Outcome::CompileError { message } => {
-            let _ = writeln!(r, "## Compiler message\n\n```text\n{}\n```\n", message.trim_end());
+            let _ = writeln!(
+                r,
+                "## Compiler message\n\n```text\n{}\n```\n",
+                message.trim_end()
+            );
         }
         Outcome::Unsupported { reason } => {
             let _ = writeln!(r, "## Reason\n\n{reason}\n");
@@ -79,24 +107,15 @@ pub fn render_report(case: &Case, result: &CaseResult, cfg: &RunConfig) -> Strin
             let _ = writeln!(r, "## Tooling limit\n\n{reason}\n");
         }
         Outcome::OutOfSteps { executed } => {
-            let _ = writeln!(r, "## Step budget\n\nThe run stopped after {executed} instructions.\n");
+            let _ = writeln!(
+                r,
+                "## Step budget\n\nThe run stopped after {executed} instructions.\n"
+            );
         }
         Outcome::Pass => {}
     }
     program_section(&mut r, case, result, cfg);
     r
-}
-
-impl crate::outcome::Mismatch {
-    /// The shape class in words: `channels all, pixels border only, batch all`.
-    pub fn class_text(&self) -> String {
-        let c = &self.class;
-        if c.what == "values" {
-            format!("channels {}, pixels {}, batch {}", c.channels, c.pixels, c.batch)
-        } else {
-            c.what.clone()
-        }
-    }
 }
 
 fn case_section(r: &mut String, case: &Case) {
@@ -108,7 +127,11 @@ fn case_section(r: &mut String, case: &Case) {
     match &s.op {
         Op::Conv2d(c) => {
             let _ = writeln!(r, "| op | conv2d |");
-            let _ = writeln!(r, "| channels | {} → {} (groups {}) |", c.in_channels, c.out_channels, c.groups);
+            let _ = writeln!(
+                r,
+                "| channels | {} → {} (groups {}) |",
+                c.in_channels, c.out_channels, c.groups
+            );
             let _ = writeln!(r, "| kernel | {:?} |", c.kernel);
             let _ = writeln!(r, "| stride | {:?} |", c.stride);
             let _ = writeln!(r, "| padding [t, l, b, r] | {:?} |", c.padding);
@@ -140,7 +163,8 @@ fn rows_text(t: &ArrayD<i32>, op: &Op) -> String {
             for n in 0..shape[0] {
                 for k in 0..shape[1] {
                     for h in 0..shape[2] {
-                        let row: Vec<String> = (0..shape[3]).map(|w| t[[n, k, h, w]].to_string()).collect();
+                        let row: Vec<String> =
+                            (0..shape[3]).map(|w| t[[n, k, h, w]].to_string()).collect();
                         let _ = writeln!(s, "n{n} k{k} h{h}: {}", row.join(" "));
                     }
                 }
@@ -162,7 +186,11 @@ fn rows_text(t: &ArrayD<i32>, op: &Op) -> String {
 /// A unified diff in a ```diff fence, cut after [`MAX_DIFF_LINES`] lines.
 fn fenced_diff(r: &mut String, old: &str, new: &str, old_name: &str, new_name: &str) {
     let diff = TextDiff::from_lines(old, new);
-    let text = diff.unified_diff().context_radius(2).header(old_name, new_name).to_string();
+    let text = diff
+        .unified_diff()
+        .context_radius(2)
+        .header(old_name, new_name)
+        .to_string();
     let lines: Vec<&str> = text.lines().collect();
     let _ = writeln!(r, "```diff");
     for l in lines.iter().take(MAX_DIFF_LINES) {
@@ -170,7 +198,11 @@ fn fenced_diff(r: &mut String, old: &str, new: &str, old_name: &str, new_name: &
     }
     let _ = writeln!(r, "```");
     if lines.len() > MAX_DIFF_LINES {
-        let _ = writeln!(r, "\n({} more diff lines not shown)", lines.len() - MAX_DIFF_LINES);
+        let _ = writeln!(
+            r,
+            "\n({} more diff lines not shown)",
+            lines.len() - MAX_DIFF_LINES
+        );
     }
     let _ = writeln!(r);
 }
@@ -180,11 +212,21 @@ fn program_section(r: &mut String, case: &Case, result: &CaseResult, cfg: &RunCo
     let failing = asm::print(&bundle.program);
     let count: usize = bundle.program.cores.iter().map(Vec::len).sum();
     let _ = writeln!(r, "## Program\n");
-    let _ = writeln!(r, "{} instructions on {} core(s).\n", count, bundle.program.cores.len());
+    let _ = writeln!(
+        r,
+        "{} instructions on {} core(s).\n",
+        count,
+        bundle.program.cores.len()
+    );
     let reference = match &cfg.compiler {
         CompilerUnderTest::InRepo(o) if o.skip_padding || o.weight_skipping => {
-            let off = CompileOptions { skip_padding: false, weight_skipping: false };
-            compile(case, &off).ok().map(|b| ("the same case compiled with optimizations off", b))
+            let off = CompileOptions {
+                skip_padding: false,
+                weight_skipping: false,
+            };
+            compile(case, &off)
+                .ok()
+                .map(|b| ("the same case compiled with optimizations off", b))
         }
         CompilerUnderTest::Mutated(_) => compile(case, &CompileOptions::default())
             .ok()
@@ -204,12 +246,24 @@ fn program_section(r: &mut String, case: &Case, result: &CaseResult, cfg: &RunCo
                 let json = |m: &pimdiff_isa::bundle::IoManifest| {
                     let mut text = serde_json::to_string_pretty(m).unwrap_or_default();
                     for c in &m.constants {
-                        let _ = write!(text, "\nconstant {:?}: {} bytes at {}", c.name, c.data.len(), c.addr);
+                        let _ = write!(
+                            text,
+                            "\nconstant {:?}: {} bytes at {}",
+                            c.name,
+                            c.data.len(),
+                            c.addr
+                        );
                     }
                     text + "\n"
                 };
                 let _ = writeln!(r, "### io manifest: {what} (−) vs the failing bundle (+)\n");
-                fenced_diff(r, &json(&other.manifest), &json(&bundle.manifest), "reference", "failing");
+                fenced_diff(
+                    r,
+                    &json(&other.manifest),
+                    &json(&bundle.manifest),
+                    "reference",
+                    "failing",
+                );
             }
             if other.xbars != bundle.xbars {
                 let _ = writeln!(r, "### Crossbars\n");
@@ -217,9 +271,22 @@ fn program_section(r: &mut String, case: &Case, result: &CaseResult, cfg: &RunCo
                 for (core, x) in &bundle.xbars.cores {
                     match other.xbars.cores.get(core) {
                         Some(o) if o.cells.shape() == x.cells.shape() => {
-                            let cells = o.cells.iter().zip(x.cells.iter()).filter(|(a, b)| a != b).count();
+                            let cells = o
+                                .cells
+                                .iter()
+                                .zip(x.cells.iter())
+                                .filter(|(a, b)| a != b)
+                                .count();
                             if cells > 0 || o.groups != x.groups {
-                                let _ = writeln!(r, "- core {core}: {cells} cells differ{}", if o.groups != x.groups { ", groups differ" } else { "" });
+                                let _ = writeln!(
+                                    r,
+                                    "- core {core}: {cells} cells differ{}",
+                                    if o.groups != x.groups {
+                                        ", groups differ"
+                                    } else {
+                                        ""
+                                    }
+                                );
                             }
                         }
                         _ => {
@@ -239,7 +306,11 @@ fn program_section(r: &mut String, case: &Case, result: &CaseResult, cfg: &RunCo
             }
             let _ = writeln!(r, "```");
             if lines.len() > MAX_DIFF_LINES {
-                let _ = writeln!(r, "\n({} more lines not shown)", lines.len() - MAX_DIFF_LINES);
+                let _ = writeln!(
+                    r,
+                    "\n({} more lines not shown)",
+                    lines.len() - MAX_DIFF_LINES
+                );
             }
         }
     }

@@ -40,7 +40,10 @@ fn external(mode: &str, template: &Path, timeout: Duration) -> RunConfig {
         pimdiff::external::shell_quote(&template.to_string_lossy()),
         pimdiff::external::shell_quote(&fixture().to_string_lossy())
     );
-    RunConfig { external_timeout: timeout, ..RunConfig::with_compiler(CompilerUnderTest::External { command }) }
+    RunConfig {
+        external_timeout: timeout,
+        ..RunConfig::with_compiler(CompilerUnderTest::External { command })
+    }
 }
 
 #[test]
@@ -68,9 +71,16 @@ fn in_repo_compiler_passes_generated_cases() {
 fn random_schedule_agrees_too() {
     let gen = GenConfig::default();
     for seed in 0..100u64 {
-        let cfg = RunConfig { schedule: pimdiff_isa::machine::Schedule::Random(seed), ..RunConfig::default() };
+        let cfg = RunConfig {
+            schedule: pimdiff_isa::machine::Schedule::Random(seed),
+            ..RunConfig::default()
+        };
         let outcome = check_case(&case_from_seed(&gen, seed), &cfg).outcome;
-        assert!(matches!(outcome, Outcome::Pass | Outcome::Unsupported { .. }), "seed {seed}: {}", outcome.summary());
+        assert!(
+            matches!(outcome, Outcome::Pass | Outcome::Unsupported { .. }),
+            "seed {seed}: {}",
+            outcome.summary()
+        );
     }
 }
 
@@ -81,16 +91,26 @@ fn external_compiler_contract() {
     let case = compiling_case(&template);
     let t = Duration::from_secs(20);
 
-    assert_eq!(check_case(&case, &external("copy", &template, t)).outcome, Outcome::Pass);
+    assert_eq!(
+        check_case(&case, &external("copy", &template, t)).outcome,
+        Outcome::Pass
+    );
 
     let broken = check_case(&case, &external("broken-io", &template, t)).outcome;
-    let Outcome::CompileError { message } = &broken else { panic!("{broken:?}") };
-    assert!(message.starts_with("the external compiler wrote a broken bundle: bundle/io.json"), "{message}");
+    let Outcome::CompileError { message } = &broken else {
+        panic!("{broken:?}")
+    };
+    assert!(
+        message.starts_with("the external compiler wrote a broken bundle: bundle/io.json"),
+        "{message}"
+    );
     assert!(broken.is_finding());
 
     assert_eq!(
         check_case(&case, &external("unsupported", &template, t)).outcome,
-        Outcome::Unsupported { reason: "grouped convolutions are not supported".into() }
+        Outcome::Unsupported {
+            reason: "grouped convolutions are not supported".into()
+        }
     );
 
     let failed = check_case(&case, &external("fail", &template, t)).outcome;
@@ -117,10 +137,22 @@ fn external_timeout_is_poisoned() {
     let template = dir.path().join("template");
     let case = compiling_case(&template);
     let start = std::time::Instant::now();
-    let outcome = check_case(&case, &external("sleep", &template, Duration::from_millis(300))).outcome;
-    assert!(start.elapsed() < Duration::from_secs(10), "the sleeping compiler was not killed");
-    let Outcome::Poisoned { reason } = &outcome else { panic!("{outcome:?}") };
-    assert!(reason.starts_with("the external compiler did not finish within 0.3 s (killed)"), "{reason}");
+    let outcome = check_case(
+        &case,
+        &external("sleep", &template, Duration::from_millis(300)),
+    )
+    .outcome;
+    assert!(
+        start.elapsed() < Duration::from_secs(10),
+        "the sleeping compiler was not killed"
+    );
+    let Outcome::Poisoned { reason } = &outcome else {
+        panic!("{outcome:?}")
+    };
+    assert!(
+        reason.starts_with("the external compiler did not finish within 0.3 s (killed)"),
+        "{reason}"
+    );
     assert!(!outcome.is_finding());
     assert_eq!(outcome.signature(), None);
     assert_eq!(outcome.kind(), "poisoned");
@@ -130,13 +162,29 @@ fn external_timeout_is_poisoned() {
 fn describe_is_stable() {
     assert_eq!(
         CompilerUnderTest::default().describe(),
-        format!("in-repo pimdiff-compiler {} (skip_padding, weight_skipping)", env!("CARGO_PKG_VERSION"))
+        format!(
+            "in-repo pimdiff-compiler {} (skip_padding, weight_skipping)",
+            env!("CARGO_PKG_VERSION")
+        )
     );
     assert_eq!(
-        CompilerUnderTest::InRepo(CompileOptions { skip_padding: false, weight_skipping: false }).describe(),
-        format!("in-repo pimdiff-compiler {} (no optimizations)", env!("CARGO_PKG_VERSION"))
+        CompilerUnderTest::InRepo(CompileOptions {
+            skip_padding: false,
+            weight_skipping: false
+        })
+        .describe(),
+        format!(
+            "in-repo pimdiff-compiler {} (no optimizations)",
+            env!("CARGO_PKG_VERSION")
+        )
     );
-    assert_eq!(CompilerUnderTest::External { command: "mycc {case} {out}".into() }.describe(), "external: mycc {case} {out}");
+    assert_eq!(
+        CompilerUnderTest::External {
+            command: "mycc {case} {out}".into()
+        }
+        .describe(),
+        "external: mycc {case} {out}"
+    );
 }
 
 #[test]
@@ -154,7 +202,12 @@ fn report_of_an_injected_mismatch() {
         .find(|(_, r)| r.outcome.is_finding())
         .unwrap();
     let sig = result.outcome.signature().unwrap();
-    let small = pimdiff::minimize::minimize(&case, &cfg, &sig, &pimdiff::minimize::MinimizeConfig::default());
+    let small = pimdiff::minimize::minimize(
+        &case,
+        &cfg,
+        &sig,
+        &pimdiff::minimize::MinimizeConfig::default(),
+    );
     let result = check_case(&small.case, &cfg);
     insta::assert_snapshot!(render_report(&small.case, &result, &cfg));
 }
@@ -181,7 +234,10 @@ fn mismatch_classes() {
     assert_eq!(m.first[0], (vec![0, 0, 0, 0], 0, 1));
     assert_eq!(m.first.len(), 8);
     let sig = Outcome::Mismatch(m).signature().unwrap();
-    assert_eq!(sig.to_string(), "mismatch: channels all, pixels border only, batch all");
+    assert_eq!(
+        sig.to_string(),
+        "mismatch: channels all, pixels border only, batch all"
+    );
 
     // One interior pixel of one channel of the second image.
     let mut one = oracle.clone();
@@ -199,13 +255,22 @@ fn mismatch_classes() {
     m2[[0, 4]] = 1;
     m2[[1, 4]] = 1;
     assert_eq!(
-        Outcome::Mismatch(compare(&o2, &m2).unwrap()).signature().unwrap().to_string(),
+        Outcome::Mismatch(compare(&o2, &m2).unwrap())
+            .signature()
+            .unwrap()
+            .to_string(),
         "mismatch: channels some, pixels -, batch all"
     );
 
     // Another shape altogether.
     let wrong = ArrayD::<i32>::zeros(IxDyn(&[2, 3, 4, 5]));
-    assert_eq!(Outcome::Mismatch(compare(&oracle, &wrong).unwrap()).signature().unwrap().to_string(), "mismatch: output shape");
+    assert_eq!(
+        Outcome::Mismatch(compare(&oracle, &wrong).unwrap())
+            .signature()
+            .unwrap()
+            .to_string(),
+        "mismatch: output shape"
+    );
 }
 
 #[test]
@@ -213,11 +278,36 @@ fn outcome_kinds_and_findings() {
     use pimdiff_isa::Opcode;
     let cases = [
         (Outcome::Pass, "pass", false),
-        (Outcome::Fault { report: "r".into(), opcode: Opcode::Ld, kind: "LmemRange".into() }, "fault", true),
-        (Outcome::Deadlock { report: "r".into(), waits: "blocked at recv".into() }, "deadlock", true),
+        (
+            Outcome::Fault {
+                report: "r".into(),
+                opcode: Opcode::Ld,
+                kind: "LmemRange".into(),
+            },
+            "fault",
+            true,
+        ),
+        (
+            Outcome::Deadlock {
+                report: "r".into(),
+                waits: "blocked at recv".into(),
+            },
+            "deadlock",
+            true,
+        ),
         (Outcome::OutOfSteps { executed: 9 }, "out-of-steps", false),
-        (Outcome::CompileError { message: "bad 12 in /tmp/x/core_3.json".into() }, "compile-error", true),
-        (Outcome::Unsupported { reason: "r".into() }, "unsupported", false),
+        (
+            Outcome::CompileError {
+                message: "bad 12 in /tmp/x/core_3.json".into(),
+            },
+            "compile-error",
+            true,
+        ),
+        (
+            Outcome::Unsupported { reason: "r".into() },
+            "unsupported",
+            false,
+        ),
         (Outcome::Poisoned { reason: "r".into() }, "poisoned", false),
     ];
     for (o, kind, finding) in &cases {
@@ -225,7 +315,16 @@ fn outcome_kinds_and_findings() {
         assert_eq!(o.is_finding(), *finding, "{kind}");
         assert_eq!(o.signature().is_some(), *finding, "{kind}");
     }
-    assert_eq!(cases[1].0.signature().unwrap().to_string(), "fault: ld: LmemRange");
-    assert_eq!(cases[2].0.signature().unwrap().to_string(), "deadlock: blocked at recv");
-    assert_eq!(cases[4].0.signature().unwrap().to_string(), "compile-error: bad N in core_N.json");
+    assert_eq!(
+        cases[1].0.signature().unwrap().to_string(),
+        "fault: ld: LmemRange"
+    );
+    assert_eq!(
+        cases[2].0.signature().unwrap().to_string(),
+        "deadlock: blocked at recv"
+    );
+    assert_eq!(
+        cases[4].0.signature().unwrap().to_string(),
+        "compile-error: bad N in core_N.json"
+    );
 }

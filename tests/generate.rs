@@ -2,7 +2,10 @@
 
 use std::collections::BTreeMap;
 
-use pimdiff::generate::{case_from_seed, case_from_unstructured, case_strategy, edge_tags, plain_case, EdgeTag, GenConfig};
+use pimdiff::generate::{
+    case_from_seed, case_from_unstructured, case_strategy, edge_tags, plain_case, EdgeTag,
+    GenConfig,
+};
 use pimdiff_oracle::{Case, Op};
 use proptest::prelude::*;
 
@@ -27,9 +30,14 @@ fn same_seed_same_case() {
         assert_eq!(case_from_seed(&cfg, seed), case_from_seed(&cfg, seed));
     }
     // Different seeds give different cases (overwhelmingly).
-    let distinct: std::collections::HashSet<String> =
-        (0..100).map(|s| format!("{:?}", case_from_seed(&cfg, s))).collect();
-    assert!(distinct.len() >= 95, "only {} distinct cases of 100", distinct.len());
+    let distinct: std::collections::HashSet<String> = (0..100)
+        .map(|s| format!("{:?}", case_from_seed(&cfg, s)))
+        .collect();
+    assert!(
+        distinct.len() >= 95,
+        "only {} distinct cases of 100",
+        distinct.len()
+    );
 }
 
 /// A fixed seed gives a fixed case on every platform and build (ChaCha8 is portable).
@@ -52,11 +60,19 @@ fn ten_thousand_cases_are_valid_and_within_defaults() {
         assert!(case.spec.input_shape[0] <= cfg.max_batch);
         match &case.spec.op {
             Op::Conv2d(c) => {
-                assert!(c.in_channels <= cfg.max_channels && c.out_channels <= cfg.max_channels, "{c:?}");
+                assert!(
+                    c.in_channels <= cfg.max_channels && c.out_channels <= cfg.max_channels,
+                    "{c:?}"
+                );
                 assert!(c.kernel[0] <= cfg.max_kernel && c.kernel[1] <= cfg.max_kernel);
-                assert!(case.spec.input_shape[2] <= cfg.max_spatial && case.spec.input_shape[3] <= cfg.max_spatial);
+                assert!(
+                    case.spec.input_shape[2] <= cfg.max_spatial
+                        && case.spec.input_shape[3] <= cfg.max_spatial
+                );
             }
-            Op::Mvm(m) => assert!(m.in_features <= cfg.max_channels && m.out_features <= cfg.max_channels),
+            Op::Mvm(m) => {
+                assert!(m.in_features <= cfg.max_channels && m.out_features <= cfg.max_channels)
+            }
         }
         *kinds.entry(case.spec.op.kind()).or_insert(0) += 1;
     }
@@ -109,7 +125,10 @@ fn every_edge_appears() {
 fn unstructured_never_fails_and_empty_input_is_the_plain_case() {
     let cfg = GenConfig::default();
     let mut u = arbitrary::Unstructured::new(&[]);
-    assert_eq!(case_from_unstructured(&cfg, &mut u).unwrap(), plain_case_like(&cfg));
+    assert_eq!(
+        case_from_unstructured(&cfg, &mut u).unwrap(),
+        plain_case_like(&cfg)
+    );
     // Arbitrary bytes always decode to a valid case.
     let mut bytes = Vec::new();
     for i in 0..2_000u32 {
@@ -122,7 +141,8 @@ fn unstructured_never_fails_and_empty_input_is_the_plain_case() {
 /// What an exhausted source gives: every choice at its lowest.
 fn plain_case_like(cfg: &GenConfig) -> Case {
     let mut u = arbitrary::Unstructured::new(&[0u8; 0]);
-    let case = pimdiff::generate::generate(cfg, &mut pimdiff::generate::UnstructuredChoices(&mut u));
+    let case =
+        pimdiff::generate::generate(cfg, &mut pimdiff::generate::UnstructuredChoices(&mut u));
     // The lowest choices are an MVM (the first option of op kind is MVM when the chance fails).
     assert_eq!(case.spec.op.kind(), "mvm");
     assert_eq!(case.spec.input_shape, vec![1, 1]);

@@ -21,7 +21,10 @@ fn at_least_eight_classes() {
 #[test]
 fn every_injected_bug_is_found_and_minimized() {
     let gen = GenConfig::default();
-    let mcfg = MinimizeConfig { time_budget: Duration::from_secs(8), max_steps: 5_000 };
+    let mcfg = MinimizeConfig {
+        time_budget: Duration::from_secs(8),
+        max_steps: 5_000,
+    };
     let mut lines = Vec::new();
     for bug in BugClass::ALL {
         let found = first_detection(bug, &gen, 0, MAX_CASES)
@@ -29,14 +32,26 @@ fn every_injected_bug_is_found_and_minimized() {
         let cfg = RunConfig::with_compiler(CompilerUnderTest::Mutated(bug));
         let small = minimize(&found.case, &cfg, &found.signature, &mcfg);
         // Signature-preserving: the minimized case fails the same way, and passes without the bug.
-        assert_eq!(check_case(&small.case, &cfg).outcome.signature().as_ref(), Some(&found.signature), "{bug}");
+        assert_eq!(
+            check_case(&small.case, &cfg).outcome.signature().as_ref(),
+            Some(&found.signature),
+            "{bug}"
+        );
         assert_eq!(small.signature, found.signature);
         assert!(small.kept <= small.tried);
-        assert!(small.log.last().unwrap().starts_with("stopped: "), "{bug}: {:?}", small.log);
+        assert!(
+            small.log.last().unwrap().starts_with("stopped: "),
+            "{bug}: {:?}",
+            small.log
+        );
         let (before, after) = (case_size(&found.case), case_size(&small.case));
         assert!(after <= before, "{bug}: {before} → {after}");
         // Small: a few dozen tensor elements at most.
-        assert!(after <= 120, "{bug}: minimized case still has size {after}: {}", pimdiff::generate::describe_case(&small.case));
+        assert!(
+            after <= 120,
+            "{bug}: minimized case still has size {after}: {}",
+            pimdiff::generate::describe_case(&small.case)
+        );
         lines.push(format!(
             "{bug}: case {} (seed {}), size {before} → {after}, {}",
             found.cases,

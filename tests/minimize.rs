@@ -9,7 +9,10 @@ use pimdiff::mutate::{first_detection, BugClass};
 
 fn detection(bug: BugClass) -> (pimdiff::mutate::Detection, RunConfig) {
     let found = first_detection(bug, &GenConfig::default(), 0, 2_000).expect("detected");
-    (found, RunConfig::with_compiler(CompilerUnderTest::Mutated(bug)))
+    (
+        found,
+        RunConfig::with_compiler(CompilerUnderTest::Mutated(bug)),
+    )
 }
 
 #[test]
@@ -21,32 +24,61 @@ fn deterministic() {
     assert_eq!(a.case, b.case);
     assert_eq!((a.tried, a.kept), (b.tried, b.kept));
     assert_eq!(a.log, b.log);
-    assert_eq!(a.kept + 1, a.log.len(), "one line per kept reduction plus the stop line");
+    assert_eq!(
+        a.kept + 1,
+        a.log.len(),
+        "one line per kept reduction plus the stop line"
+    );
 }
 
 #[test]
 fn zero_steps_returns_the_case_unchanged() {
     let (found, cfg) = detection(BugClass::MissingBias);
-    let m = minimize(&found.case, &cfg, &found.signature, &MinimizeConfig { time_budget: Duration::from_secs(10), max_steps: 0 });
+    let m = minimize(
+        &found.case,
+        &cfg,
+        &found.signature,
+        &MinimizeConfig {
+            time_budget: Duration::from_secs(10),
+            max_steps: 0,
+        },
+    );
     assert_eq!(m.case, found.case);
     assert_eq!((m.tried, m.kept), (0, 0));
-    assert_eq!(m.log, vec!["stopped: budget exhausted after 0 candidates".to_string()]);
+    assert_eq!(
+        m.log,
+        vec!["stopped: budget exhausted after 0 candidates".to_string()]
+    );
 }
 
 #[test]
 fn step_budget_is_respected_and_progress_kept() {
     let (found, cfg) = detection(BugClass::ShortInputLoad);
-    let m = minimize(&found.case, &cfg, &found.signature, &MinimizeConfig { time_budget: Duration::from_secs(10), max_steps: 5 });
+    let m = minimize(
+        &found.case,
+        &cfg,
+        &found.signature,
+        &MinimizeConfig {
+            time_budget: Duration::from_secs(10),
+            max_steps: 5,
+        },
+    );
     assert!(m.tried <= 5);
     assert!(case_size(&m.case) <= case_size(&found.case));
-    assert_eq!(check_case(&m.case, &cfg).outcome.signature(), Some(found.signature.clone()));
+    assert_eq!(
+        check_case(&m.case, &cfg).outcome.signature(),
+        Some(found.signature.clone())
+    );
 }
 
 /// A passing case has no signature to keep: nothing is kept, the case comes back as it was.
 #[test]
 fn a_signature_that_never_occurs_keeps_nothing() {
     let (found, cfg) = detection(BugClass::MissingBias);
-    let other = pimdiff::outcome::Signature { kind: "fault".into(), detail: "st: GmemRange".into() };
+    let other = pimdiff::outcome::Signature {
+        kind: "fault".into(),
+        detail: "st: GmemRange".into(),
+    };
     let m = minimize(&found.case, &cfg, &other, &MinimizeConfig::default());
     assert_eq!(m.kept, 0);
     assert_eq!(m.case, found.case);
@@ -56,7 +88,12 @@ fn a_signature_that_never_occurs_keeps_nothing() {
 #[test]
 fn shrinks_a_mismatch_to_a_tiny_case() {
     let (found, cfg) = detection(BugClass::MissingBias);
-    let m = minimize(&found.case, &cfg, &found.signature, &MinimizeConfig::default());
+    let m = minimize(
+        &found.case,
+        &cfg,
+        &found.signature,
+        &MinimizeConfig::default(),
+    );
     insta::assert_snapshot!(
         format!("{}\n{}\n{}", found.signature, describe_case(&m.case), m.log.join("\n")),
         @r"
