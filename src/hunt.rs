@@ -787,7 +787,6 @@ fn update_bar(bar: &indicatif::ProgressBar, p: &SweepProgress<'_>) {
     if bar.is_hidden() {
         return;
     }
-    bar.set_position(p.cases_run);
     let rate = p.cases_run as f64 / p.elapsed.as_secs_f64().max(1e-9);
     let counts: Vec<String> = p.counts.iter().map(|(k, n)| format!("{k} {n}")).collect();
     bar.set_message(format!(
@@ -795,4 +794,5 @@ fn update_bar(bar: &indicatif::ProgressBar, p: &SweepProgress<'_>) {
         counts.join(", "),
         p.unique_findings
     ));
+    bar.set_position(p.cases_run);
 }

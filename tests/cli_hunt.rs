@@ -158,7 +158,17 @@ fn sigint_stops_the_hunt_cleanly() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(1500));
+    // The handler is installed before the output directory is made: wait for it, then let
+    // the hunt run a little.
+    let started = Instant::now();
+    while !out.join("findings").is_dir() {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "the hunt did not start"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(1000));
     let kill = Command::new("kill")
         .args(["-INT", &child.id().to_string()])
         .status()

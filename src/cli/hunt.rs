@@ -35,7 +35,8 @@ pub struct Args {
         conflicts_with = "duration"
     )]
     pub cases: Option<u64>,
-    /// Run until this much time has passed: `30s`, `10m`, `1h`, `500ms`.
+    /// Run cases until this much time has passed: `30s`, `10m`, `1h`, `500ms`. Minimizing
+    /// and saving the findings comes after (each minimization within --minimize-time).
     #[arg(long, value_name = "DURATION", value_parser = parse_duration_arg)]
     pub duration: Option<Duration>,
     /// Worker threads (default: one per core).
