@@ -132,16 +132,13 @@ pub fn compile(case: &Case, options: &CompileOptions) -> Result<Bundle, CompileE
 pub(crate) fn program(case: &Case, c: &Compiled, cores: Vec<Vec<pimdiff_isa::Inst>>) -> Program {
     let arch = &case.spec.arch;
     let n = arch.cores as u32;
-    let mut cols = 1u32;
-    while cols * cols < n {
-        cols += 1;
-    }
     let hints = ArchHints {
         arrays_per_core: Some(arch.arrays_per_core as u32),
         array_rows: Some(arch.array_rows as u32),
         array_cols: Some(arch.array_cols as u32),
         local_memory_bytes: Some(arch.local_memory_bytes as u32),
-        mesh: Some([n.div_ceil(cols), cols]),
+        // The same most-square mesh the interpreter assumes for a program without one.
+        mesh: Some(pimdiff_isa::Arch::default_mesh(n)),
         frac_bits: Some(0),
         cell_precision: None,
         adc_count: None,

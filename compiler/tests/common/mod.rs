@@ -7,13 +7,13 @@ use ndarray::{Array1, ArrayD, IxDyn};
 use pimdiff_compiler::{compile, CompileError, CompileOptions};
 use pimdiff_isa::bundle::Bundle;
 use pimdiff_isa::machine::{Machine, MachineOptions, RunOutcome};
-use pimdiff_isa::Arch;
+use pimdiff_isa::{Arch, ArchHints};
 use pimdiff_oracle::{Case, CaseArch, CaseSpec, Conv2d, Mvm, Op};
 
 /// The architecture a bundle for `case` runs on.
 pub fn arch_of(case: &Case) -> Arch {
     let a = &case.spec.arch;
-    let hints = &bundle_mesh(a.cores as u32);
+    let hints = &Arch::default_mesh(a.cores as u32);
     Arch {
         cores: a.cores as u32,
         arrays_per_core: a.arrays_per_core as u32,
@@ -24,14 +24,6 @@ pub fn arch_of(case: &Case) -> Arch {
         mesh_cols: hints[1],
         frac_bits: 0,
     }
-}
-
-fn bundle_mesh(cores: u32) -> [u32; 2] {
-    let mut cols = 1;
-    while cols * cols < cores {
-        cols += 1;
-    }
-    [cores.div_ceil(cols), cols]
 }
 
 /// Run a compiled bundle with the case's input; the logical output or a description of
@@ -46,7 +38,16 @@ pub fn run_bundle_with(
     bundle: &Bundle,
     options: MachineOptions,
 ) -> Result<ArrayD<i32>, String> {
-    let mut m = Machine::new(&bundle.program, &bundle.xbars, arch_of(case), options)
+    // The program's own hints must state the whole architecture of the case.
+    let cores = bundle.program.cores.len() as u32;
+    let arch = Arch::resolve(&bundle.program.arch, cores, &ArchHints::default());
+    if arch != arch_of(case) {
+        return Err(format!(
+            "program hints {:?} resolve to {arch:?}",
+            bundle.program.arch
+        ));
+    }
+    let mut m = Machine::new(&bundle.program, &bundle.xbars, arch, options)
         .map_err(|e| format!("setup: {e}"))?;
     let input = bundle
         .manifest
