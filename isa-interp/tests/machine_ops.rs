@@ -470,3 +470,9 @@ fn mvmul_weight_must_fit_mbiw() {
         FaultKind::WeightTooWide { group: 0, row: 0, col: 0, value: 5, mbiw: 3 },
     );
 }
+
+#[test]
+fn vavg_zero_stride_with_a_huge_len_is_exact_and_quick() {
+    let insts = vec![sldi(1, 0), sldi(2, 0), sldi(3, 32), Inst::Vavg { rd: r(3), rs1: r(1), rs2: r(2), len: u32::MAX, offset: 0 }];
+    check_lmem(insts, &[(0, &[0xf9])], &[(32, &[0xf9])]);
+}

@@ -229,3 +229,30 @@ proptest! {
         let _ = outcome.to_string();
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+    /// The shared generator's valid programs (formats' `gen`), on their own architecture hints
+    /// shrunk to a small machine so debug-mode tests stay fast.
+    #[test]
+    fn generated_programs_end_without_panicking(p in pimdiff_isa::gen::arb_program(4, 32), seed in any::<u64>()) {
+        let small = pimdiff_isa::ArchHints {
+            arrays_per_core: Some(4),
+            array_rows: Some(16),
+            array_cols: Some(16),
+            local_memory_bytes: Some(4096),
+            ..Default::default()
+        };
+        let arch = Arch::resolve(&p.arch, p.cores.len() as u32, &small);
+        let schedule = if seed % 2 == 0 { Schedule::Fixed } else { Schedule::Random(seed) };
+        let cell_fill = if seed % 3 == 0 { CellFill::Zero } else { CellFill::Random(seed) };
+        let opts = MachineOptions { schedule, step_budget: 10_000, trace: seed % 4 == 0, cell_fill };
+        // An architecture the hints make invalid (e.g. a mesh too small) is a typed set-up error.
+        if let Ok(mut m) = Machine::new(&p, &CrossbarExport::default(), arch, opts) {
+            let outcome = m.run();
+            let _ = outcome.to_string();
+            let total: u64 = p.cores.iter().map(|c| c.len() as u64).sum();
+            prop_assert!(m.stats().instructions <= total);
+        }
+    }
+}

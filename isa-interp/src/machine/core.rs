@@ -191,9 +191,12 @@ pub(crate) fn step(
             let first = x.lm(Operand::Rs1, rs1, offset as i64 * w, w as u64)?;
             x.lm(Operand::Rs1, rs1, span(offset as i64 * w, len, stride), w as u64)?;
             let d = x.lm(Operand::Rd, rd, 0, ob.bytes() as u64)?;
-            let sum: i128 = (0..len as i64)
-                .map(|k| load(&x.core.lmem, (first.start as i64 + k * stride) as usize, ib) as i128)
-                .sum();
+            // A zero stride reads one element `len` times (len may be 2^32 - 1): multiply.
+            let sum: i128 = if stride == 0 {
+                load(&x.core.lmem, first.start, ib) as i128 * len as i128
+            } else {
+                (0..len as i64).map(|k| load(&x.core.lmem, (first.start as i64 + k * stride) as usize, ib) as i128).sum()
+            };
             x.sh.rec.lmem(&x.core.lmem, d.clone());
             x.put(d.start, ob, sum / len as i128);
         }

@@ -54,11 +54,15 @@ pub(crate) fn overlaps(a: &Range<usize>, b: &Range<usize>) -> bool {
 /// the two's-complement number in the low `w.bits()` bits (bits above are ignored).
 #[inline(always)]
 pub(crate) fn load(mem: &[u8], at: usize, w: Width) -> i64 {
-    let n = w.bytes() as usize;
-    let mut raw = [0u8; 8];
-    raw[..n].copy_from_slice(&mem[at..at + n]);
+    // Fixed-size reads per byte width: a variable-length copy would call memmove per element.
+    let raw: u64 = match w.bytes() {
+        1 => mem[at] as u64,
+        2 => u16::from_le_bytes([mem[at], mem[at + 1]]) as u64,
+        3 => u32::from_le_bytes([mem[at], mem[at + 1], mem[at + 2], 0]) as u64,
+        _ => u32::from_le_bytes([mem[at], mem[at + 1], mem[at + 2], mem[at + 3]]) as u64,
+    };
     let shift = 64 - w.bits();
-    ((u64::from_le_bytes(raw) << shift) as i64) >> shift
+    ((raw << shift) as i64) >> shift
 }
 
 /// Wraps `v` to `bits` bits: the low `bits` bits, sign-extended. The flag says whether that
@@ -74,8 +78,13 @@ pub(crate) fn fit(v: i128, bits: u32) -> (i64, bool) {
 /// sign extension of the `w.bits()`-bit value into the byte width.
 #[inline(always)]
 pub(crate) fn store(mem: &mut [u8], at: usize, w: Width, v: i64) {
-    let n = w.bytes() as usize;
-    mem[at..at + n].copy_from_slice(&v.to_le_bytes()[..n]);
+    let b = (v as u32).to_le_bytes();
+    match w.bytes() {
+        1 => mem[at] = b[0],
+        2 => mem[at..at + 2].copy_from_slice(&b[..2]),
+        3 => mem[at..at + 3].copy_from_slice(&b[..3]),
+        _ => mem[at..at + 4].copy_from_slice(&b),
+    }
 }
 
 /// Page size of the sparse global memory.
