@@ -61,3 +61,42 @@ fn every_injected_bug_is_found_and_minimized() {
     }
     eprintln!("{}", lines.join("\n"));
 }
+
+/// A bundle without a site for a bug is left alone; one with a site changes.
+#[test]
+fn inject_reports_whether_it_found_a_site() {
+    use pimdiff::mutate::inject;
+    use pimdiff_compiler::{compile, CompileOptions};
+    // The plain 1×1 MVM with weight 3 (an all-zero weight would be skipped entirely).
+    let plain = pimdiff::generate::plain_case();
+    let case = pimdiff_oracle::Case::new(
+        plain.spec,
+        plain.input,
+        plain.weight.mapv(|_| 3),
+        None,
+        None,
+    )
+    .unwrap();
+    let correct = compile(&case, &CompileOptions::default()).unwrap();
+    // One core, no bias, no ReLU, one crossbar: no send/recv, no partial sums, no bias.
+    for bug in [
+        BugClass::WrongSendSize,
+        BugClass::RecvWrongCore,
+        BugClass::DroppedPartialSum,
+        BugClass::WrongSetbwBeforeReduction,
+        BugClass::MissingBias,
+        BugClass::ReluOnPartialSum,
+        BugClass::MissingRelu,
+        BugClass::PaddingOffByOne,
+        BugClass::TransposedCells,
+    ] {
+        let mut bundle = correct.clone();
+        assert!(!inject(bug, &case, &mut bundle), "{bug}");
+        assert_eq!(bundle, correct, "{bug}");
+    }
+    for bug in [BugClass::StoreOffByOne, BugClass::ShortInputLoad] {
+        let mut bundle = correct.clone();
+        assert!(inject(bug, &case, &mut bundle), "{bug}");
+        assert_ne!(bundle, correct, "{bug}");
+    }
+}
