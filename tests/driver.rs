@@ -328,3 +328,20 @@ fn outcome_kinds_and_findings() {
         "compile-error: bad N in core_N.json"
     );
 }
+
+#[test]
+fn report_of_an_injected_fault() {
+    use pimdiff::minimize::{minimize, MinimizeConfig};
+    use pimdiff::mutate::{first_detection, BugClass};
+    let found = first_detection(BugClass::WrongSendSize, &GenConfig::default(), 0, 2_000).unwrap();
+    let cfg = RunConfig::with_compiler(CompilerUnderTest::Mutated(BugClass::WrongSendSize));
+    let small = minimize(
+        &found.case,
+        &cfg,
+        &found.signature,
+        &MinimizeConfig::default(),
+    );
+    let result = check_case(&small.case, &cfg);
+    assert!(matches!(result.outcome, Outcome::Fault { .. }));
+    insta::assert_snapshot!(render_report(&small.case, &result, &cfg));
+}
