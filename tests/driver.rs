@@ -96,6 +96,30 @@ fn external_compiler_contract() {
         Outcome::Pass
     );
 
+    // Without placeholders the two paths are appended as the last two arguments.
+    let RunConfig {
+        compiler: CompilerUnderTest::External { command },
+        ..
+    } = external("copy", &template, t)
+    else {
+        unreachable!()
+    };
+    let bare = command.replace(" {case} {out}", "");
+    assert!(!bare.contains('{'));
+    let cfg = RunConfig {
+        external_timeout: t,
+        ..RunConfig::with_compiler(CompilerUnderTest::External { command: bare })
+    };
+    assert_eq!(check_case(&case, &cfg).outcome, Outcome::Pass);
+    assert_eq!(
+        pimdiff::external::command_line(
+            "cc -o {out} {case}",
+            Path::new("/t/c d"),
+            Path::new("/t/it's")
+        ),
+        r"cc -o '/t/it'\''s' '/t/c d'"
+    );
+
     let broken = check_case(&case, &external("broken-io", &template, t)).outcome;
     let Outcome::CompileError { message } = &broken else {
         panic!("{broken:?}")
