@@ -21,6 +21,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::{Deserialize, Serialize};
 
+use crate::driver::{check_case, CaseResult, CompilerUnderTest, RunConfig};
+use crate::mutate::BugClass;
+
 /// Name prefix of a directory under construction. Starts with a dot so that readers, which
 /// ignore hidden entries, never see a half-written finding.
 pub const TEMP_PREFIX: &str = ".pimdiff-tmp-";
@@ -677,9 +680,6 @@ pub fn save_finding(
 
 // ---------------------------------------------------------------------------------------------
 // Loading and checking entries (repro, replay, the corpus test).
-
-use crate::driver::{check_case, CaseResult, CompilerUnderTest, RunConfig};
-use crate::mutate::BugClass;
 
 /// A case directory with what it says about itself.
 #[derive(Clone, Debug)]

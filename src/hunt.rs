@@ -16,12 +16,19 @@
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::hash::Hash;
+use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
+
+use crate::corpus::{self, CorpusError, FindingMeta, MinimizationStats, Origin};
+use crate::driver::{check_case, RunConfig, Signature};
+use crate::generate::{case_from_seed, GenConfig};
+use crate::minimize::{case_size, minimize, MinimizeConfig};
 
 /// The generator seed of case `k` of a hunt seeded with `hunt_seed`.
 ///
@@ -331,14 +338,6 @@ where
 
 // ---------------------------------------------------------------------------------------------
 // The hunt: sweep, then minimize and save the first case of every signature, then summarize.
-
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
-
-use crate::corpus::{self, CorpusError, FindingMeta, MinimizationStats, Origin};
-use crate::driver::{check_case, RunConfig, Signature};
-use crate::generate::{case_from_seed, GenConfig};
-use crate::minimize::{case_size, minimize, MinimizeConfig};
 
 /// Everything a hunt needs.
 #[derive(Clone, Debug)]

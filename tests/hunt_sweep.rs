@@ -20,22 +20,12 @@ fn pool(threads: usize) -> rayon::ThreadPool {
 /// A fake checker: every 7th index is a finding whose signature is `k % 3`; every 11th is
 /// unsupported; the rest pass.
 fn fake(k: u64) -> Observation<u64> {
-    if k % 7 == 3 {
-        Observation {
-            kind: "mismatch",
-            signature: Some(k % 3),
-        }
-    } else if k % 11 == 0 {
-        Observation {
-            kind: "unsupported",
-            signature: None,
-        }
-    } else {
-        Observation {
-            kind: "pass",
-            signature: None,
-        }
-    }
+    let (kind, signature) = match (k % 7, k % 11) {
+        (3, _) => ("mismatch", Some(k % 3)),
+        (_, 0) => ("unsupported", None),
+        _ => ("pass", None),
+    };
+    Observation { kind, signature }
 }
 
 #[test]
