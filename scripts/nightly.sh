@@ -16,6 +16,9 @@
 #   --corpus         where each target's growing corpus lives (default: fuzz/corpus-nightly;
 #                    CI caches it); the committed seeds fuzz/corpus/<target> are read too
 #   --targets        the fuzz targets to consider (default: all five)
+#   --inject-bug C   check the in-repo compiler with the injected miscompilation C (e.g.
+#                    missing-bias) everywhere: an end-to-end check that findings are found,
+#                    converted and summarized
 #
 # Fuzzing needs a nightly toolchain and cargo-fuzz (`cargo install cargo-fuzz`); without them
 # the script says so and runs the hunt alone.
@@ -33,6 +36,7 @@ seed=$(date -u +%Y%m%d)
 shard=0/1
 corpus_root="$repo/fuzz/corpus-nightly"
 targets="conv_lowering mvm_lowering interp parse_program parse_case"
+inject_bug=""
 
 die() { echo "nightly: $*" >&2; exit 2; }
 
@@ -45,6 +49,7 @@ while [ $# -gt 0 ]; do
     --shard) shard=${2:?}; shift 2 ;;
     --corpus) corpus_root=${2:?}; shift 2 ;;
     --targets) targets=${2:?}; shift 2 ;;
+    --inject-bug) inject_bug=${2:?}; shift 2 ;;
     -h|--help) sed -n '2,/^set -uo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown argument '$1' (see --help)" ;;
   esac
@@ -72,6 +77,8 @@ fuzz_secs=$(to_seconds "$fuzz_duration")
 [ -n "$out" ] || out="nightly-out/$(date -u +%Y%m%d-%H%M%S)-seed$seed-shard$shard_i"
 mkdir -p "$out" || die "cannot create '$out'"
 out=$(cd "$out" && pwd)
+mkdir -p "$corpus_root" || die "cannot create '$corpus_root'"
+corpus_root=$(cd "$corpus_root" && pwd)
 logs="$out/logs"
 mkdir -p "$logs" "$out/findings"
 
@@ -81,6 +88,12 @@ pimdiff="$CARGO_TARGET_DIR/release/pimdiff"
 echo "nightly: seed $seed, shard $shard_i/$shard_n, hunt ${hunt_secs}s, fuzz ${fuzz_secs}s per target, out $out"
 echo "== release build"
 cargo build --release --bin pimdiff >"$logs/build.log" 2>&1 || { tail -30 "$logs/build.log" >&2; die "release build failed (log: $logs/build.log)"; }
+
+bug_args=()
+if [ -n "$inject_bug" ]; then
+  bug_args=(--inject-bug "$inject_bug")
+  export PIMDIFF_FUZZ_INJECT_BUG="$inject_bug"
+fi
 
 hunt_status="skipped (--duration 0)"
 hunt_findings=0
@@ -97,7 +110,7 @@ if [ "$hunt_secs" -gt 0 ]; then
   else
     shard_args=(--seed "$((seed + shard_i * 1000003))")
   fi
-  "$pimdiff" hunt "${shard_args[@]}" --duration "${hunt_secs}s" \
+  "$pimdiff" hunt "${shard_args[@]}" "${bug_args[@]}" --duration "${hunt_secs}s" \
     --out "$out/hunt" --quiet >"$logs/hunt.log" 2>&1
   rc=$?
   case $rc in
@@ -147,7 +160,7 @@ if [[ "$fuzz_status" == ran:* ]]; then
   for t in $mine; do
     idx=$((idx + 1))
     case $t in
-      parse_program|interp) dict="-dict=$repo/fuzz/dicts/program.dict" ;;
+      parse_program) dict="-dict=$repo/fuzz/dicts/program.dict" ;;
       parse_case) dict="-dict=$repo/fuzz/dicts/case.dict" ;;
       *) dict="" ;;
     esac
@@ -193,7 +206,7 @@ if [[ "$fuzz_status" == ran:* ]]; then
       name=$(basename "$a")
       if [ "$t" = conv_lowering ] || [ "$t" = mvm_lowering ]; then
         dest="$out/findings/fuzz-$t-$name"
-        "$pimdiff" from-fuzz "$a" --target "$t" "$dest" --minimize-time 10s >"$logs/from-fuzz-$t-$name.log" 2>&1
+        "$pimdiff" from-fuzz "$a" --target "$t" "$dest" --minimize-time 10s "${bug_args[@]}" >"$logs/from-fuzz-$t-$name.log" 2>&1
         case $? in
           1) converted+=("- \`findings/fuzz-$t-$name\` (from \`fuzz/$t/artifacts/$name\`): $(grep -m1 -i 'signature' "$dest/report.md" 2>/dev/null | sed 's/^[#* -]*//' || true)") ;;
           0) unconverted+=("- \`fuzz/$t/artifacts/$name\`: does not reproduce as a finding outside libFuzzer (likely a timeout or out-of-memory input; see \`logs/from-fuzz-$t-$name.log\`)") ;;
@@ -218,13 +231,15 @@ fuzz_artifacts=$(( ${#converted[@]} + ${#unconverted[@]} ))
   echo "- commit: \`$(git rev-parse --short HEAD 2>/dev/null || echo unknown)\`"
   echo "- hunt: ${hunt_secs}s, $hunt_status; $hunt_findings finding directories under \`hunt/\`"
   echo "- fuzzing: ${fuzz_secs}s per target, $fuzz_status"
+  [ -z "$inject_bug" ] || echo "- compiler: in-repo with the injected bug \`$inject_bug\` (--inject-bug)"
+  [ ! -f "$out/hunt/summary.md" ] || echo "- the hunt's own summary: \`hunt/summary.md\`"
   echo
   echo "## Hunt findings"
   echo
   if [ "$hunt_findings" -gt 0 ] && [ -d "$out/hunt" ]; then
     find "$out/hunt" -name case.json | sort | while read -r c; do
       d=$(dirname "$c")
-      echo "- \`${d#"$out"/}\` — reproduce: \`pimdiff repro ${d#"$out"/}\`"
+      echo "- \`${d#"$out"/}\` — reproduce: \`pimdiff repro ${d#"$out"/}${inject_bug:+ --inject-bug $inject_bug}\`"
     done
   else
     echo "None."
