@@ -24,6 +24,9 @@ fn main() {
     if wants("mvmul") {
         bench_mvmul();
     }
+    if wants("setup") {
+        bench_setup();
+    }
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/external/pimcomp");
     if !dir.is_dir() {
         println!("PIMCOMP-NN programs: skipped ({} is absent)", dir.display());
@@ -80,6 +83,35 @@ fn bench_mvmul() {
         macs / best / 1e9,
         best / n as f64 * 1e6
     );
+}
+
+/// Machines built and run per second for a hunt-sized program: 4 cores, a 16 × 16 export
+/// group each, the default 1 MiB local memories.
+fn bench_setup() {
+    let mut export = CrossbarExport::default();
+    for c in 0..4 {
+        export.cores.insert(c, CoreCrossbars {
+            mbiw: 8,
+            cells: Array3::from_elem((4, 16, 16), 3),
+            groups: vec![ArrayGroup { group: 0, arrays: vec![0, 1], rows: 16, cols: 32 }],
+        });
+    }
+    let core = vec![
+        Inst::Sldi { rd: r(1), imm: 0 },
+        Inst::Sldi { rd: r(3), imm: 64 },
+        Inst::Mvmul { rd: r(3), rs1: r(1), mbiw: Width::W8, relu: true, group: 0 },
+    ];
+    let program = Program { cores: vec![core; 4], groups: GroupSpec::ExportOnly, ..Default::default() };
+    let arch = Arch { arrays_per_core: 4, array_rows: 16, array_cols: 16, ..Arch::with_defaults(4) };
+    let n = 5000;
+    let t = Instant::now();
+    for _ in 0..n {
+        let mut m = Machine::new(&program, &export, arch, MachineOptions::default()).unwrap();
+        m.write_gmem(0, &[1; 64]).unwrap();
+        assert_eq!(m.run(), RunOutcome::Finished);
+    }
+    let s = t.elapsed().as_secs_f64();
+    println!("setup + run of a 4-core, 12-instruction program with an export: {:.0} machines/s ({:.1} µs each)", n as f64 / s, s / n as f64 * 1e6);
 }
 
 fn bench_program(path: &Path, name: &str) {

@@ -184,6 +184,9 @@ fn print_trace(trace: &Trace) {
                 parts.push(format!("{space}[{}..{}] {} -> {}", c.addr, c.addr as u64 + c.old.len() as u64, hex(&c.old), hex(&c.new)));
             }
         }
+        if parts.is_empty() {
+            parts.push("no change".to_string());
+        }
         println!("trace core {} pc {}: {}: {}", e.core, e.pc, e.inst, parts.join("; "));
     }
 }

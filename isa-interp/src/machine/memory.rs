@@ -88,10 +88,11 @@ pub(crate) fn store(mem: &mut [u8], at: usize, w: Width, v: i64) {
 }
 
 /// Page size of the sparse global memory.
-const PAGE_BITS: u32 = 16;
+const PAGE_BITS: u32 = 12;
 const PAGE: usize = 1 << PAGE_BITS;
 
-/// The 4 GiB global memory, stored as 64 KiB pages allocated on first write; unwritten
+/// The 4 GiB global memory, stored as 4 KiB pages (small, so that building a machine for a
+/// tiny program costs little) allocated on first write; unwritten
 /// bytes read as zero. It also remembers how far instructions touched it (the dump writes
 /// `[0, touched_end)`), separately from what the host wrote.
 #[derive(Default)]
