@@ -56,17 +56,56 @@ fn r(i: u32) -> Reg {
 fn bench_mvmul() {
     let (rows, cols, n) = (128u32, 128u32, 4000usize);
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(1);
-    let cells = Array3::from_shape_fn((1, rows as usize, cols as usize), |_| rng.random_range(-128..=127));
+    let cells = Array3::from_shape_fn((1, rows as usize, cols as usize), |_| {
+        rng.random_range(-128..=127)
+    });
     let mut export = CrossbarExport::default();
-    export.cores.insert(0, CoreCrossbars { mbiw: 8, cells, groups: vec![ArrayGroup { group: 0, arrays: vec![0], rows, cols }] });
+    export.cores.insert(
+        0,
+        CoreCrossbars {
+            mbiw: 8,
+            cells,
+            groups: vec![ArrayGroup {
+                group: 0,
+                arrays: vec![0],
+                rows,
+                cols,
+            }],
+        },
+    );
     let mut insts = vec![
-        Inst::Setbw { ibiw: Width::W8, obiw: Width::W32 },
+        Inst::Setbw {
+            ibiw: Width::W8,
+            obiw: Width::W32,
+        },
         Inst::Sldi { rd: r(1), imm: 0 },
-        Inst::Sldi { rd: r(3), imm: 1024 },
+        Inst::Sldi {
+            rd: r(3),
+            imm: 1024,
+        },
     ];
-    insts.extend(std::iter::repeat_n(Inst::Mvmul { rd: r(3), rs1: r(1), mbiw: Width::W8, relu: false, group: 0 }, n));
-    let program = Program { cores: vec![insts], groups: GroupSpec::ExportOnly, ..Default::default() };
-    let arch = Arch { cores: 1, arrays_per_core: 1, array_rows: rows, array_cols: cols, ..Arch::with_defaults(1) };
+    insts.extend(std::iter::repeat_n(
+        Inst::Mvmul {
+            rd: r(3),
+            rs1: r(1),
+            mbiw: Width::W8,
+            relu: false,
+            group: 0,
+        },
+        n,
+    ));
+    let program = Program {
+        cores: vec![insts],
+        groups: GroupSpec::ExportOnly,
+        ..Default::default()
+    };
+    let arch = Arch {
+        cores: 1,
+        arrays_per_core: 1,
+        array_rows: rows,
+        array_cols: cols,
+        ..Arch::with_defaults(1)
+    };
     let input: Vec<u8> = (0..rows).map(|_| rng.random::<u8>()).collect();
     let mut best = f64::INFINITY;
     for _ in 0..5 {
@@ -90,19 +129,42 @@ fn bench_mvmul() {
 fn bench_setup() {
     let mut export = CrossbarExport::default();
     for c in 0..4 {
-        export.cores.insert(c, CoreCrossbars {
-            mbiw: 8,
-            cells: Array3::from_elem((4, 16, 16), 3),
-            groups: vec![ArrayGroup { group: 0, arrays: vec![0, 1], rows: 16, cols: 32 }],
-        });
+        export.cores.insert(
+            c,
+            CoreCrossbars {
+                mbiw: 8,
+                cells: Array3::from_elem((4, 16, 16), 3),
+                groups: vec![ArrayGroup {
+                    group: 0,
+                    arrays: vec![0, 1],
+                    rows: 16,
+                    cols: 32,
+                }],
+            },
+        );
     }
     let core = vec![
         Inst::Sldi { rd: r(1), imm: 0 },
         Inst::Sldi { rd: r(3), imm: 64 },
-        Inst::Mvmul { rd: r(3), rs1: r(1), mbiw: Width::W8, relu: true, group: 0 },
+        Inst::Mvmul {
+            rd: r(3),
+            rs1: r(1),
+            mbiw: Width::W8,
+            relu: true,
+            group: 0,
+        },
     ];
-    let program = Program { cores: vec![core; 4], groups: GroupSpec::ExportOnly, ..Default::default() };
-    let arch = Arch { arrays_per_core: 4, array_rows: 16, array_cols: 16, ..Arch::with_defaults(4) };
+    let program = Program {
+        cores: vec![core; 4],
+        groups: GroupSpec::ExportOnly,
+        ..Default::default()
+    };
+    let arch = Arch {
+        arrays_per_core: 4,
+        array_rows: 16,
+        array_cols: 16,
+        ..Arch::with_defaults(4)
+    };
     let n = 5000;
     let t = Instant::now();
     for _ in 0..n {
@@ -124,9 +186,19 @@ fn bench_program(path: &Path, name: &str) {
         }
     };
     let load = t.elapsed().as_secs_f64();
-    let arch = Arch::resolve(&program.arch, program.cores.len() as u32, &Default::default());
+    let arch = Arch::resolve(
+        &program.arch,
+        program.cores.len() as u32,
+        &Default::default(),
+    );
     let t = Instant::now();
-    let mut m = Machine::new(&program, &CrossbarExport::default(), arch, MachineOptions::default()).unwrap();
+    let mut m = Machine::new(
+        &program,
+        &CrossbarExport::default(),
+        arch,
+        MachineOptions::default(),
+    )
+    .unwrap();
     let outcome = m.run();
     let run = t.elapsed().as_secs_f64();
     let n = m.stats().instructions;

@@ -48,15 +48,25 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, thiserror::Error)]
 pub enum XbarError {
     #[error("{path}: {source}")]
-    Io { path: PathBuf, source: std::io::Error },
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("{path}: not a valid .npy of int8, int16 or int32 cells: {message}")]
     Npy { path: PathBuf, message: String },
     #[error("{path}: cells must have 3 dimensions [arrays_per_core, array_rows, array_cols], found shape {shape:?}")]
     NpyShape { path: PathBuf, shape: Vec<usize> },
     #[error("{path}: invalid JSON: {source}")]
-    Json { path: PathBuf, source: serde_json::Error },
+    Json {
+        path: PathBuf,
+        source: serde_json::Error,
+    },
     #[error("{path}: field `{field}`: {message}")]
-    Field { path: PathBuf, field: &'static str, message: String },
+    Field {
+        path: PathBuf,
+        field: &'static str,
+        message: String,
+    },
     #[error("{path}: the matching {missing} is missing")]
     MissingPair { path: PathBuf, missing: String },
 }
@@ -92,8 +102,12 @@ pub fn read_export_dir(dir: &Path) -> Result<CrossbarExport, XbarError> {
         let entry = entry.map_err(io(dir))?;
         let name = entry.file_name();
         let Some(name) = name.to_str() else { continue };
-        let Some(rest) = name.strip_prefix("core_") else { continue };
-        let stem = rest.strip_suffix(".json").or_else(|| rest.strip_suffix(".npy"));
+        let Some(rest) = name.strip_prefix("core_") else {
+            continue;
+        };
+        let stem = rest
+            .strip_suffix(".json")
+            .or_else(|| rest.strip_suffix(".npy"));
         if let Some(id) = stem.and_then(|s| s.parse::<u32>().ok()) {
             ids.insert(id);
         }
@@ -106,13 +120,19 @@ pub fn read_export_dir(dir: &Path) -> Result<CrossbarExport, XbarError> {
             if !missing.exists() {
                 return Err(XbarError::MissingPair {
                     path: have.clone(),
-                    missing: missing.file_name().unwrap_or_default().to_string_lossy().into_owned(),
+                    missing: missing
+                        .file_name()
+                        .unwrap_or_default()
+                        .to_string_lossy()
+                        .into_owned(),
                 });
             }
         }
         let text = std::fs::read_to_string(&json_path).map_err(io(&json_path))?;
-        let file: CoreFile =
-            serde_json::from_str(&text).map_err(|source| XbarError::Json { path: json_path.clone(), source })?;
+        let file: CoreFile = serde_json::from_str(&text).map_err(|source| XbarError::Json {
+            path: json_path.clone(),
+            source,
+        })?;
         if file.core != id {
             return Err(XbarError::Field {
                 path: json_path,
@@ -131,30 +151,55 @@ pub fn read_export_dir(dir: &Path) -> Result<CrossbarExport, XbarError> {
         let groups = file
             .groups
             .into_iter()
-            .map(|g| ArrayGroup { group: g.group, arrays: g.arrays, rows: g.rows, cols: g.cols })
+            .map(|g| ArrayGroup {
+                group: g.group,
+                arrays: g.arrays,
+                rows: g.rows,
+                cols: g.cols,
+            })
             .collect();
-        export.cores.insert(id, CoreCrossbars { mbiw: file.mbiw, cells, groups });
+        export.cores.insert(
+            id,
+            CoreCrossbars {
+                mbiw: file.mbiw,
+                cells,
+                groups,
+            },
+        );
     }
     Ok(export)
 }
 
 /// Reads cells stored as int8, int16 or int32.
 fn read_cells(path: &Path) -> Result<Array3<i32>, XbarError> {
-    let npy_err = |e: ReadNpyError| XbarError::Npy { path: path.to_path_buf(), message: e.to_string() };
+    let npy_err = |e: ReadNpyError| XbarError::Npy {
+        path: path.to_path_buf(),
+        message: e.to_string(),
+    };
     let dyn_cells: ndarray::ArrayD<i32> = match read_npy::<_, ndarray::ArrayD<i8>>(path) {
         Ok(a) => a.mapv(i32::from),
         Err(ReadNpyError::WrongDescriptor(_)) => match read_npy::<_, ndarray::ArrayD<i16>>(path) {
             Ok(a) => a.mapv(i32::from),
-            Err(ReadNpyError::WrongDescriptor(_)) => read_npy::<_, ndarray::ArrayD<i32>>(path).map_err(npy_err)?,
+            Err(ReadNpyError::WrongDescriptor(_)) => {
+                read_npy::<_, ndarray::ArrayD<i32>>(path).map_err(npy_err)?
+            }
             Err(e) => return Err(npy_err(e)),
         },
-        Err(ReadNpyError::Io(source)) => return Err(XbarError::Io { path: path.to_path_buf(), source }),
+        Err(ReadNpyError::Io(source)) => {
+            return Err(XbarError::Io {
+                path: path.to_path_buf(),
+                source,
+            })
+        }
         Err(e) => return Err(npy_err(e)),
     };
     let shape = dyn_cells.shape().to_vec();
     dyn_cells
         .into_dimensionality::<ndarray::Ix3>()
-        .map_err(|_| XbarError::NpyShape { path: path.to_path_buf(), shape })
+        .map_err(|_| XbarError::NpyShape {
+            path: path.to_path_buf(),
+            shape,
+        })
 }
 
 /// Writes `x` into `dir` (created if needed): per core, `core_<i>.npy` in the narrowest of
@@ -162,7 +207,10 @@ fn read_cells(path: &Path) -> Result<Array3<i32>, XbarError> {
 pub fn write_export_dir(x: &CrossbarExport, dir: &Path) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)?;
     for (&id, core) in &x.cores {
-        let (min, max) = core.cells.iter().fold((0i32, 0i32), |(lo, hi), &v| (lo.min(v), hi.max(v)));
+        let (min, max) = core
+            .cells
+            .iter()
+            .fold((0i32, 0i32), |(lo, hi), &v| (lo.min(v), hi.max(v)));
         let npy = dir.join(format!("core_{id}.npy"));
         let result = if min >= i8::MIN as i32 && max <= i8::MAX as i32 {
             write_npy(&npy, &core.cells.mapv(|v| v as i8))
@@ -178,7 +226,12 @@ pub fn write_export_dir(x: &CrossbarExport, dir: &Path) -> std::io::Result<()> {
             groups: core
                 .groups
                 .iter()
-                .map(|g| GroupFile { group: g.group, arrays: g.arrays.clone(), rows: g.rows, cols: g.cols })
+                .map(|g| GroupFile {
+                    group: g.group,
+                    arrays: g.arrays.clone(),
+                    rows: g.rows,
+                    cols: g.cols,
+                })
                 .collect(),
         };
         let text = serde_json::to_string_pretty(&file).map_err(std::io::Error::other)?;
@@ -198,7 +251,12 @@ mod tests {
             CoreCrossbars {
                 mbiw: 8,
                 cells,
-                groups: vec![ArrayGroup { group: 0, arrays: vec![1, 0], rows: 2, cols: 3 }],
+                groups: vec![ArrayGroup {
+                    group: 0,
+                    arrays: vec![1, 0],
+                    rows: 2,
+                    cols: 3,
+                }],
             },
         );
         x
@@ -207,7 +265,9 @@ mod tests {
     #[test]
     fn round_trips_each_dtype() {
         for scale in [1, 1000, 100_000] {
-            let cells = Array3::from_shape_fn((2, 2, 2), |(a, r, c)| (a as i32 * 4 + r as i32 * 2 + c as i32 - 3) * scale);
+            let cells = Array3::from_shape_fn((2, 2, 2), |(a, r, c)| {
+                (a as i32 * 4 + r as i32 * 2 + c as i32 - 3) * scale
+            });
             let x = export(cells);
             let dir = tempfile::tempdir().unwrap();
             write_export_dir(&x, dir.path()).unwrap();
@@ -222,7 +282,11 @@ mod tests {
         let json = dir.path().join("core_3.json");
         std::fs::write(&json, r#"{"core": 4, "mbiw": 8, "groups": []}"#).unwrap();
         match read_export_dir(dir.path()) {
-            Err(XbarError::Field { path, field: "core", .. }) => assert_eq!(path, json),
+            Err(XbarError::Field {
+                path,
+                field: "core",
+                ..
+            }) => assert_eq!(path, json),
             other => panic!("unexpected {other:?}"),
         }
         std::fs::remove_file(dir.path().join("core_3.npy")).unwrap();

@@ -3,14 +3,22 @@
 mod machine_util;
 
 use machine_util::*;
-use pimdiff_isa::machine::{BlockedCore, DeadlockReport, FaultKind, MachineOptions, RunOutcome, Schedule, WaitingFor};
+use pimdiff_isa::machine::{
+    BlockedCore, DeadlockReport, FaultKind, MachineOptions, RunOutcome, Schedule, WaitingFor,
+};
 use pimdiff_isa::Inst;
 
 fn both_schedules() -> [MachineOptions; 3] {
     [
         MachineOptions::default(),
-        MachineOptions { schedule: Schedule::Random(1), ..Default::default() },
-        MachineOptions { schedule: Schedule::Random(99), ..Default::default() },
+        MachineOptions {
+            schedule: Schedule::Random(1),
+            ..Default::default()
+        },
+        MachineOptions {
+            schedule: Schedule::Random(99),
+            ..Default::default()
+        },
     ]
 }
 
@@ -33,7 +41,12 @@ fn several_messages_between_one_pair_arrive_in_order() {
         lldi(1, 3, 3, 0),
         send(1, 1, 3, 0),
     ];
-    let receiver = vec![sldi(1, 10), recv(1, 0, 2, 0), recv(1, 0, 2, 2), recv(1, 0, 3, 4)];
+    let receiver = vec![
+        sldi(1, 10),
+        recv(1, 0, 2, 0),
+        recv(1, 0, 2, 2),
+        recv(1, 0, 3, 4),
+    ];
     for opts in both_schedules() {
         let (o, m) = run_cores(vec![sender.clone(), receiver.clone()], opts);
         assert_eq!(o, RunOutcome::Finished);
@@ -57,12 +70,23 @@ fn send_reads_its_bytes_at_rs1_plus_offset() {
 #[test]
 fn hop_weighted_traffic_uses_xy_distance_on_the_mesh() {
     // 4 cores on a 2 × 2 mesh: core 0 at (0, 0), core 3 at (1, 1): 2 hops.
-    let cores = vec![vec![send(0, 3, 5, 0)], vec![], vec![], vec![recv(0, 0, 5, 0)]];
+    let cores = vec![
+        vec![send(0, 3, 5, 0)],
+        vec![],
+        vec![],
+        vec![recv(0, 0, 5, 0)],
+    ];
     let p = program(cores);
     let mut arch = small_arch(4);
     arch.mesh_rows = 2;
     arch.mesh_cols = 2;
-    let (o, m) = run_with(&p, &Default::default(), arch, MachineOptions::default(), &[]);
+    let (o, m) = run_with(
+        &p,
+        &Default::default(),
+        arch,
+        MachineOptions::default(),
+        &[],
+    );
     assert_eq!(o, RunOutcome::Finished);
     assert_eq!(m.stats().noc.hop_bytes, 10);
     assert_eq!(pimdiff_isa::machine::mesh_hops(1, 2, 2), 2);
@@ -99,8 +123,24 @@ fn deadlock_on_a_cycle_of_receives() {
     let cores = vec![vec![Inst::Nop, recv(0, 1, 4, 0)], vec![recv(0, 0, 4, 0)]];
     let expect = RunOutcome::Deadlock(DeadlockReport {
         blocked: vec![
-            BlockedCore { core: 0, pc: 1, inst: cores[0][1], waiting: WaitingFor::Recv { from: 1, peer_finished: false } },
-            BlockedCore { core: 1, pc: 0, inst: cores[1][0], waiting: WaitingFor::Recv { from: 0, peer_finished: false } },
+            BlockedCore {
+                core: 0,
+                pc: 1,
+                inst: cores[0][1],
+                waiting: WaitingFor::Recv {
+                    from: 1,
+                    peer_finished: false,
+                },
+            },
+            BlockedCore {
+                core: 1,
+                pc: 0,
+                inst: cores[1][0],
+                waiting: WaitingFor::Recv {
+                    from: 0,
+                    peer_finished: false,
+                },
+            },
         ],
     });
     check_outcome(cores, expect);
@@ -110,7 +150,15 @@ fn deadlock_on_a_cycle_of_receives() {
 fn deadlock_on_a_receive_from_a_finished_core() {
     let cores = vec![vec![Inst::Nop], vec![recv(0, 0, 4, 0)]];
     let expect = RunOutcome::Deadlock(DeadlockReport {
-        blocked: vec![BlockedCore { core: 1, pc: 0, inst: cores[1][0], waiting: WaitingFor::Recv { from: 0, peer_finished: true } }],
+        blocked: vec![BlockedCore {
+            core: 1,
+            pc: 0,
+            inst: cores[1][0],
+            waiting: WaitingFor::Recv {
+                from: 0,
+                peer_finished: true,
+            },
+        }],
     });
     check_outcome(cores, expect);
 }
@@ -119,7 +167,15 @@ fn deadlock_on_a_receive_from_a_finished_core() {
 fn deadlock_on_a_send_nobody_receives() {
     let cores = vec![vec![send(0, 1, 4, 0)], vec![]];
     let expect = RunOutcome::Deadlock(DeadlockReport {
-        blocked: vec![BlockedCore { core: 0, pc: 0, inst: cores[0][0], waiting: WaitingFor::Send { to: 1, peer_finished: true } }],
+        blocked: vec![BlockedCore {
+            core: 0,
+            pc: 0,
+            inst: cores[0][0],
+            waiting: WaitingFor::Send {
+                to: 1,
+                peer_finished: true,
+            },
+        }],
     });
     check_outcome(cores, expect);
 }
@@ -129,12 +185,28 @@ fn deadlock_on_a_wait_that_never_fires() {
     // The register goes past the wanted value: 2 ≠ 1 forever.
     let cores = vec![vec![sync(0, 0), sync(0, 0), wait(0, 1)]];
     let expect = RunOutcome::Deadlock(DeadlockReport {
-        blocked: vec![BlockedCore { core: 0, pc: 2, inst: cores[0][2], waiting: WaitingFor::Event { event: 0, want: 1, current: 2 } }],
+        blocked: vec![BlockedCore {
+            core: 0,
+            pc: 2,
+            inst: cores[0][2],
+            waiting: WaitingFor::Event {
+                event: 0,
+                want: 1,
+                current: 2,
+            },
+        }],
     });
     check_outcome(cores, expect);
-    let (o, _) = run_cores(vec![vec![sync(0, 0), sync(0, 0), wait(0, 1)]], MachineOptions::default());
+    let (o, _) = run_cores(
+        vec![vec![sync(0, 0), sync(0, 0), wait(0, 1)]],
+        MachineOptions::default(),
+    );
     let text = o.to_string();
-    assert!(text.contains("core 0 at pc 2") && text.contains("event register 0 to equal 1 (it holds 2)"), "{text}");
+    assert!(
+        text.contains("core 0 at pc 2")
+            && text.contains("event register 0 to equal 1 (it holds 2)"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -166,16 +238,34 @@ fn send_to_self_bad_core_and_recv_from_self_fault() {
         RunOutcome::Fault(f) => (f.core, f.pc, f.kind),
         other => panic!("{other}"),
     };
-    assert_eq!(fault(vec![vec![send(0, 0, 1, 0)]]), (0, 0, FaultKind::MessageToSelf { core: 0 }));
-    assert_eq!(fault(vec![vec![], vec![recv(0, 1, 1, 0)]]), (1, 0, FaultKind::MessageToSelf { core: 1 }));
-    assert_eq!(fault(vec![vec![send(0, 2, 1, 0)], vec![]]), (0, 0, FaultKind::BadCore { core: 2, cores: 2 }));
-    assert_eq!(fault(vec![vec![recv(0, 7, 1, 0)]]), (0, 0, FaultKind::BadCore { core: 7, cores: 1 }));
-    assert_eq!(fault(vec![vec![sync(0, 3)]]), (0, 0, FaultKind::BadCore { core: 3, cores: 1 }));
+    assert_eq!(
+        fault(vec![vec![send(0, 0, 1, 0)]]),
+        (0, 0, FaultKind::MessageToSelf { core: 0 })
+    );
+    assert_eq!(
+        fault(vec![vec![], vec![recv(0, 1, 1, 0)]]),
+        (1, 0, FaultKind::MessageToSelf { core: 1 })
+    );
+    assert_eq!(
+        fault(vec![vec![send(0, 2, 1, 0)], vec![]]),
+        (0, 0, FaultKind::BadCore { core: 2, cores: 2 })
+    );
+    assert_eq!(
+        fault(vec![vec![recv(0, 7, 1, 0)]]),
+        (0, 0, FaultKind::BadCore { core: 7, cores: 1 })
+    );
+    assert_eq!(
+        fault(vec![vec![sync(0, 3)]]),
+        (0, 0, FaultKind::BadCore { core: 3, cores: 1 })
+    );
 }
 
 #[test]
 fn out_of_steps() {
-    let opts = MachineOptions { step_budget: 2, ..Default::default() };
+    let opts = MachineOptions {
+        step_budget: 2,
+        ..Default::default()
+    };
     let (o, m) = run_cores(vec![vec![Inst::Nop; 3]], opts);
     assert_eq!(o, RunOutcome::OutOfSteps { executed: 2 });
     assert_eq!(m.pc(0), 2);
@@ -183,7 +273,10 @@ fn out_of_steps() {
 
 #[test]
 fn per_core_opcode_counts() {
-    let (o, m) = run_cores(vec![vec![Inst::Nop, sldi(0, 1)], vec![sldi(0, 2)]], MachineOptions::default());
+    let (o, m) = run_cores(
+        vec![vec![Inst::Nop, sldi(0, 1)], vec![sldi(0, 2)]],
+        MachineOptions::default(),
+    );
     assert_eq!(o, RunOutcome::Finished);
     let s = m.stats();
     assert_eq!(s.instructions, 3);
@@ -195,7 +288,13 @@ fn per_core_opcode_counts() {
 #[test]
 fn running_again_returns_the_same_outcome() {
     let p = program(vec![vec![recv(0, 1, 1, 0)], vec![]]);
-    let mut m = pimdiff_isa::machine::Machine::new(&p, &Default::default(), small_arch(2), MachineOptions::default()).unwrap();
+    let mut m = pimdiff_isa::machine::Machine::new(
+        &p,
+        &Default::default(),
+        small_arch(2),
+        MachineOptions::default(),
+    )
+    .unwrap();
     let first = m.run();
     assert_eq!(m.run(), first);
 }

@@ -23,20 +23,40 @@ fn encode(v: i128, bits: u32, bytes: usize) -> Vec<u8> {
 fn mvmul_case() -> impl Strategy<Value = (u32, u32, u32, Vec<i32>, Vec<i64>, u32, u32, bool)> {
     // (rows, array_cols, arrays in group, cells, inputs, ibiw, obiw, relu)
     // Wide groups (up to 240 columns) exercise the 64- and 8-column SIMD blocks and the tail.
-    (1u32..=9, prop_oneof![1u32..=5, 60u32..=80], 1u32..=3, 1u32..=32, 1u32..=32, any::<bool>(), 0u32..4).prop_flat_map(
-        |(rows, ac, n, ibiw, obiw, relu, wscale)| {
+    (
+        1u32..=9,
+        prop_oneof![1u32..=5, 60u32..=80],
+        1u32..=3,
+        1u32..=32,
+        1u32..=32,
+        any::<bool>(),
+        0u32..4,
+    )
+        .prop_flat_map(|(rows, ac, n, ibiw, obiw, relu, wscale)| {
             let cells = match wscale {
                 0 => prop::collection::vec(-128i32..=127, (3 * rows * ac) as usize).boxed(),
                 1 => prop::collection::vec(-40000i32..=40000, (3 * rows * ac) as usize).boxed(),
                 2 => prop::collection::vec(any::<i32>(), (3 * rows * ac) as usize).boxed(),
-                _ => prop::collection::vec(prop_oneof![Just(i32::MIN), Just(i32::MAX), Just(0)], (3 * rows * ac) as usize).boxed(),
+                _ => prop::collection::vec(
+                    prop_oneof![Just(i32::MIN), Just(i32::MAX), Just(0)],
+                    (3 * rows * ac) as usize,
+                )
+                .boxed(),
             };
             let lo = -(1i64 << (ibiw - 1));
             let hi = (1i64 << (ibiw - 1)) - 1;
             let xs = prop::collection::vec(prop_oneof![Just(lo), Just(hi), lo..=hi], rows as usize);
-            (Just(rows), Just(ac), Just(n), cells, xs, Just(ibiw), Just(obiw), Just(relu))
-        },
-    )
+            (
+                Just(rows),
+                Just(ac),
+                Just(n),
+                cells,
+                xs,
+                Just(ibiw),
+                Just(obiw),
+                Just(relu),
+            )
+        })
 }
 
 proptest! {
@@ -73,7 +93,12 @@ enum Action {
     /// Core `core` does some local arithmetic on its buffer.
     Local { core: usize, k: u8 },
     /// `from` sends `size` bytes of its buffer to `to`.
-    Message { from: usize, to: usize, size: u32, at: u32 },
+    Message {
+        from: usize,
+        to: usize,
+        size: u32,
+        at: u32,
+    },
     /// `from` signals `to` on a fresh event register, `to` waits for it.
     Signal { from: usize, to: usize },
     /// Core `core` stores part of its buffer to its own GMem region.
@@ -84,8 +109,11 @@ fn action(cores: usize) -> impl Strategy<Value = Action> {
     let c = 0..cores;
     prop_oneof![
         (c.clone(), any::<u8>()).prop_map(|(core, k)| Action::Local { core, k }),
-        (c.clone(), c.clone(), 1u32..=16, 0u32..32).prop_filter_map("self", |(from, to, size, at)| (from != to).then_some(Action::Message { from, to, size, at })),
-        (c.clone(), c.clone()).prop_filter_map("self", |(from, to)| (from != to).then_some(Action::Signal { from, to })),
+        (c.clone(), c.clone(), 1u32..=16, 0u32..32)
+            .prop_filter_map("self", |(from, to, size, at)| (from != to)
+                .then_some(Action::Message { from, to, size, at })),
+        (c.clone(), c.clone()).prop_filter_map("self", |(from, to)| (from != to)
+            .then_some(Action::Signal { from, to })),
         c.prop_map(|core| Action::Store { core }),
     ]
 }
@@ -93,13 +121,35 @@ fn action(cores: usize) -> impl Strategy<Value = Action> {
 /// Cuts the global order into per-core streams. Following the global order is a valid
 /// execution, so the program cannot deadlock; its result must not depend on the schedule.
 fn build(cores: usize, actions: &[Action]) -> Vec<Vec<Inst>> {
-    let mut s: Vec<Vec<Inst>> = (0..cores).map(|c| vec![sldi(1, 0), sldi(2, 16), sldi(3, 32), lldi(1, c as u8 + 1, 48, 0), sldi(9, 1000 * c as i32)]).collect();
+    let mut s: Vec<Vec<Inst>> = (0..cores)
+        .map(|c| {
+            vec![
+                sldi(1, 0),
+                sldi(2, 16),
+                sldi(3, 32),
+                lldi(1, c as u8 + 1, 48, 0),
+                sldi(9, 1000 * c as i32),
+            ]
+        })
+        .collect();
     let mut next_event = vec![0u32; cores];
     for a in actions {
         match *a {
             Action::Local { core, k } => {
-                let op = [BinVecOp::Vvadd, BinVecOp::Vvmul, BinVecOp::Vvmax, BinVecOp::Vvsub][k as usize % 4];
-                s[core].push(Inst::BinVec { op, rd: r(1 + (k as u32 / 4) % 3), rs1: r(1), rs2: r(2), len: 16, offset: Offset::ZERO });
+                let op = [
+                    BinVecOp::Vvadd,
+                    BinVecOp::Vvmul,
+                    BinVecOp::Vvmax,
+                    BinVecOp::Vvsub,
+                ][k as usize % 4];
+                s[core].push(Inst::BinVec {
+                    op,
+                    rd: r(1 + (k as u32 / 4) % 3),
+                    rs1: r(1),
+                    rs2: r(2),
+                    len: 16,
+                    offset: Offset::ZERO,
+                });
             }
             Action::Message { from, to, size, at } => {
                 s[from].push(send(1, to as u32, size, at as i32));
@@ -119,7 +169,16 @@ fn build(cores: usize, actions: &[Action]) -> Vec<Vec<Inst>> {
 }
 
 /// Everything observable after a run.
-fn final_state(m: &Machine<'_>) -> (Vec<Vec<u8>>, Vec<[i32; 32]>, Vec<[i32; 32]>, Vec<u8>, u64, u64) {
+fn final_state(
+    m: &Machine<'_>,
+) -> (
+    Vec<Vec<u8>>,
+    Vec<[i32; 32]>,
+    Vec<[i32; 32]>,
+    Vec<u8>,
+    u64,
+    u64,
+) {
     let n = m.cores();
     (
         (0..n).map(|c| m.lmem(c).to_vec()).collect(),
@@ -171,8 +230,15 @@ fn offset() -> impl Strategy<Value = Offset> {
 
 fn inst(cores: u32) -> impl Strategy<Value = Inst> {
     let binop = prop::sample::select(vec![
-        BinVecOp::Vvadd, BinVecOp::Vvsub, BinVecOp::Vvmul, BinVecOp::Vvdmul, BinVecOp::Vvmax,
-        BinVecOp::Vvsll, BinVecOp::Vvsra, BinVecOp::Vrsu, BinVecOp::Vrsl,
+        BinVecOp::Vvadd,
+        BinVecOp::Vvsub,
+        BinVecOp::Vvmul,
+        BinVecOp::Vvdmul,
+        BinVecOp::Vvmax,
+        BinVecOp::Vvsll,
+        BinVecOp::Vvsra,
+        BinVecOp::Vrsu,
+        BinVecOp::Vrsl,
     ]);
     let unop = prop::sample::select(vec![UnVecOp::Vrelu, UnVecOp::Vtanh, UnVecOp::Vsigm]);
     let memop = prop::sample::select(vec![MemOp::Ld, MemOp::St, MemOp::Lmv]);
@@ -181,20 +247,100 @@ fn inst(cores: u32) -> impl Strategy<Value = Inst> {
         Just(Inst::Nop),
         (reg(), imm()).prop_map(|(rd, imm)| Inst::Sldi { rd, imm }),
         (reg(), reg(), imm()).prop_map(|(rd, rs1, offset)| Inst::Sld { rd, rs1, offset }),
-        (reg(), reg(), reg()).prop_map(|(rd, rs1, rs2)| Inst::Scalar { op: ScalarOp::Add, rd, rs1, rs2 }),
-        (reg(), reg(), imm()).prop_map(|(rd, rs1, imm)| Inst::ScalarImm { op: ScalarImmOp::Mul, rd, rs1, imm }),
+        (reg(), reg(), reg()).prop_map(|(rd, rs1, rs2)| Inst::Scalar {
+            op: ScalarOp::Add,
+            rd,
+            rs1,
+            rs2
+        }),
+        (reg(), reg(), imm()).prop_map(|(rd, rs1, imm)| Inst::ScalarImm {
+            op: ScalarImmOp::Mul,
+            rd,
+            rs1,
+            imm
+        }),
         (width(), width()).prop_map(|(ibiw, obiw)| Inst::Setbw { ibiw, obiw }),
-        (reg(), reg(), width(), any::<bool>(), 0u32..4).prop_map(|(rd, rs1, mbiw, relu, group)| Inst::Mvmul { rd, rs1, mbiw, relu, group }),
-        (binop, reg(), reg(), reg(), 0u32..20, offset()).prop_map(|(op, rd, rs1, rs2, len, offset)| Inst::BinVec { op, rd, rs1, rs2, len, offset }),
-        (unop, reg(), reg(), 0u32..20, offset()).prop_map(|(op, rd, rs1, len, offset)| Inst::UnVec { op, rd, rs1, len, offset }),
-        (reg(), reg(), reg(), 0u32..6, -3i32..5).prop_map(|(rd, rs1, rs2, len, offset)| Inst::Vavg { rd, rs1, rs2, len, offset }),
-        (reg(), reg(), reg(), 0u32..10).prop_map(|(rd, rs1, rs2, len)| Inst::Vmv { rd, rs1, rs2, len }),
-        (memop, reg(), reg(), 0u32..40, offset()).prop_map(|(op, rd, rs1, size, offset)| Inst::Mem { op, rd, rs1, size, offset }),
-        (reg(), any::<u8>(), 0u32..40, -3i32..5, any::<bool>()).prop_map(|(rd, imm, size, offset, from_float)| Inst::Lldi { rd, imm, size, offset, from_float }),
-        (reg(), core.clone(), 0u32..8, -2i32..4).prop_map(|(rs1, core, size, offset)| Inst::Send { rs1, core, size, offset }),
-        (reg(), core.clone(), 0u32..8, -2i32..4).prop_map(|(rd, core, size, offset)| Inst::Recv { rd, core, size, offset }),
-        (0u32..3, -1i32..3).prop_map(|(e, value)| Inst::Wait { event: Reg::new(e).unwrap(), value }),
-        (0u32..3, core).prop_map(|(e, core)| Inst::Sync { event: Reg::new(e).unwrap(), core }),
+        (reg(), reg(), width(), any::<bool>(), 0u32..4).prop_map(|(rd, rs1, mbiw, relu, group)| {
+            Inst::Mvmul {
+                rd,
+                rs1,
+                mbiw,
+                relu,
+                group,
+            }
+        }),
+        (binop, reg(), reg(), reg(), 0u32..20, offset()).prop_map(
+            |(op, rd, rs1, rs2, len, offset)| Inst::BinVec {
+                op,
+                rd,
+                rs1,
+                rs2,
+                len,
+                offset
+            }
+        ),
+        (unop, reg(), reg(), 0u32..20, offset()).prop_map(|(op, rd, rs1, len, offset)| {
+            Inst::UnVec {
+                op,
+                rd,
+                rs1,
+                len,
+                offset,
+            }
+        }),
+        (reg(), reg(), reg(), 0u32..6, -3i32..5).prop_map(|(rd, rs1, rs2, len, offset)| {
+            Inst::Vavg {
+                rd,
+                rs1,
+                rs2,
+                len,
+                offset,
+            }
+        }),
+        (reg(), reg(), reg(), 0u32..10).prop_map(|(rd, rs1, rs2, len)| Inst::Vmv {
+            rd,
+            rs1,
+            rs2,
+            len
+        }),
+        (memop, reg(), reg(), 0u32..40, offset()).prop_map(|(op, rd, rs1, size, offset)| {
+            Inst::Mem {
+                op,
+                rd,
+                rs1,
+                size,
+                offset,
+            }
+        }),
+        (reg(), any::<u8>(), 0u32..40, -3i32..5, any::<bool>()).prop_map(
+            |(rd, imm, size, offset, from_float)| Inst::Lldi {
+                rd,
+                imm,
+                size,
+                offset,
+                from_float
+            }
+        ),
+        (reg(), core.clone(), 0u32..8, -2i32..4).prop_map(|(rs1, core, size, offset)| Inst::Send {
+            rs1,
+            core,
+            size,
+            offset
+        }),
+        (reg(), core.clone(), 0u32..8, -2i32..4).prop_map(|(rd, core, size, offset)| Inst::Recv {
+            rd,
+            core,
+            size,
+            offset
+        }),
+        (0u32..3, -1i32..3).prop_map(|(e, value)| Inst::Wait {
+            event: Reg::new(e).unwrap(),
+            value
+        }),
+        (0u32..3, core).prop_map(|(e, core)| Inst::Sync {
+            event: Reg::new(e).unwrap(),
+            core
+        }),
     ]
 }
 
@@ -205,8 +351,13 @@ fn arb_program() -> impl Strategy<Value = Program> {
             1 => GroupSpec::ArrayCount,
             _ => GroupSpec::ArrayGroupMap(vec![vec![1, 1]; cores as usize]),
         };
-        prop::collection::vec(prop::collection::vec(inst(cores), 0..14), cores as usize)
-            .prop_map(move |streams| Program { cores: streams, groups: groups.clone(), ..Default::default() })
+        prop::collection::vec(prop::collection::vec(inst(cores), 0..14), cores as usize).prop_map(
+            move |streams| Program {
+                cores: streams,
+                groups: groups.clone(),
+                ..Default::default()
+            },
+        )
     })
 }
 

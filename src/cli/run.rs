@@ -72,7 +72,8 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
     let load_time = t0.elapsed();
     let xbar_dir = args.xbars.clone().or_else(|| default_xbars(&args.program));
     let export = match &xbar_dir {
-        Some(dir) => read_export_dir(dir).with_context(|| format!("cannot read crossbar export {}", dir.display()))?,
+        Some(dir) => read_export_dir(dir)
+            .with_context(|| format!("cannot read crossbar export {}", dir.display()))?,
         None => CrossbarExport::default(),
     };
     let overrides = ArchHints {
@@ -91,7 +92,8 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
         trace: args.trace,
         cell_fill: args.cells,
     };
-    let mut machine = Machine::new(&program, &export, arch, options).context("cannot set up the machine")?;
+    let mut machine =
+        Machine::new(&program, &export, arch, options).context("cannot set up the machine")?;
     let t1 = Instant::now();
     let outcome = machine.run();
     let run_time = t1.elapsed();
@@ -101,7 +103,9 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
     }
     print_summary(&args.program, &arch, machine.stats(), load_time, run_time);
     if let Some(dir) = &args.dump {
-        machine.dump(dir).with_context(|| format!("cannot write the dump to {}", dir.display()))?;
+        machine
+            .dump(dir)
+            .with_context(|| format!("cannot write the dump to {}", dir.display()))?;
         if let Some(trace) = machine.trace() {
             let text = serde_json::to_string(trace)?;
             std::fs::write(dir.join("trace.json"), text).context("cannot write trace.json")?;
@@ -127,7 +131,13 @@ fn default_xbars(program: &Path) -> Option<PathBuf> {
     (program.is_dir() && dir.is_dir()).then_some(dir)
 }
 
-fn print_summary(path: &Path, arch: &Arch, stats: &Stats, load: std::time::Duration, run: std::time::Duration) {
+fn print_summary(
+    path: &Path,
+    arch: &Arch,
+    stats: &Stats,
+    load: std::time::Duration,
+    run: std::time::Duration,
+) {
     println!("program: {} ({} cores)", path.display(), arch.cores);
     println!(
         "arch: {} arrays/core of {}x{}, local memory {} bytes, mesh {}x{}, frac_bits {}",
@@ -140,7 +150,11 @@ fn print_summary(path: &Path, arch: &Arch, stats: &Stats, load: std::time::Durat
         arch.frac_bits
     );
     println!("instructions executed: {}", stats.instructions);
-    let by_op: Vec<String> = stats.by_opcode().iter().map(|(op, n)| format!("{op} {n}")).collect();
+    let by_op: Vec<String> = stats
+        .by_opcode()
+        .iter()
+        .map(|(op, n)| format!("{op} {n}"))
+        .collect();
     println!("by opcode: {}", by_op.join(", "));
     println!(
         "noc: {} messages, {} bytes, {} hop-weighted bytes, {} core pairs",
@@ -151,14 +165,26 @@ fn print_summary(path: &Path, arch: &Arch, stats: &Stats, load: std::time::Durat
     );
     println!("overflow events: {}", stats.overflow_events);
     for o in &stats.overflows {
-        println!("  core {} pc {}: value {} wrapped to {} bits as {}", o.core, o.pc, o.value, o.bits, o.stored);
+        println!(
+            "  core {} pc {}: value {} wrapped to {} bits as {}",
+            o.core, o.pc, o.value, o.bits, o.stored
+        );
     }
     println!("float lldi immediates: {}", stats.float_lldi);
     println!("global memory touched: {} bytes", stats.gmem_touched_bytes);
-    let max_lmem = stats.cores.iter().map(|c| c.lmem_high_water).max().unwrap_or(0);
+    let max_lmem = stats
+        .cores
+        .iter()
+        .map(|c| c.lmem_high_water)
+        .max()
+        .unwrap_or(0);
     println!("largest local memory address touched: {max_lmem} bytes");
     let secs = run.as_secs_f64();
-    let rate = if secs > 0.0 { stats.instructions as f64 / secs } else { 0.0 };
+    let rate = if secs > 0.0 {
+        stats.instructions as f64 / secs
+    } else {
+        0.0
+    };
     println!(
         "wall time: load {:.3} s, run {:.3} s ({:.1} M instructions/s)",
         load.as_secs_f64(),
@@ -177,26 +203,47 @@ fn print_trace(trace: &Trace) {
             parts.push(format!("ibiw/obiw -> {i}/{o}"));
         }
         for ev in &e.events {
-            parts.push(format!("core {} event {} {} -> {}", ev.core, ev.event, ev.old, ev.new));
+            parts.push(format!(
+                "core {} event {} {} -> {}",
+                ev.core, ev.event, ev.old, ev.new
+            ));
         }
         for (space, changes) in [("lmem", &e.lmem), ("gmem", &e.gmem)] {
             for c in changes {
-                parts.push(format!("{space}[{}..{}] {} -> {}", c.addr, c.addr as u64 + c.old.len() as u64, hex(&c.old), hex(&c.new)));
+                parts.push(format!(
+                    "{space}[{}..{}] {} -> {}",
+                    c.addr,
+                    c.addr as u64 + c.old.len() as u64,
+                    hex(&c.old),
+                    hex(&c.new)
+                ));
             }
         }
         if parts.is_empty() {
             parts.push("no change".to_string());
         }
-        println!("trace core {} pc {}: {}: {}", e.core, e.pc, e.inst, parts.join("; "));
+        println!(
+            "trace core {} pc {}: {}: {}",
+            e.core,
+            e.pc,
+            e.inst,
+            parts.join("; ")
+        );
     }
 }
 
 fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(" ")
+    bytes
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 fn parse_seeded(s: &str, what: &str) -> anyhow::Result<u64> {
-    let Some(seed) = s.strip_prefix("random:") else { bail!("expected {what} or random:SEED, got `{s}`") };
+    let Some(seed) = s.strip_prefix("random:") else {
+        bail!("expected {what} or random:SEED, got `{s}`")
+    };
     seed.parse().with_context(|| format!("bad seed `{seed}`"))
 }
 
@@ -215,8 +262,13 @@ fn parse_cells(s: &str) -> anyhow::Result<CellFill> {
 }
 
 fn parse_mesh(s: &str) -> anyhow::Result<[u32; 2]> {
-    let Some((r, c)) = s.split_once(['x', 'X']) else { bail!("expected ROWSxCOLS, got `{s}`") };
-    let (r, c): (u32, u32) = (r.parse().context("bad mesh rows")?, c.parse().context("bad mesh cols")?);
+    let Some((r, c)) = s.split_once(['x', 'X']) else {
+        bail!("expected ROWSxCOLS, got `{s}`")
+    };
+    let (r, c): (u32, u32) = (
+        r.parse().context("bad mesh rows")?,
+        c.parse().context("bad mesh cols")?,
+    );
     if r == 0 || c == 0 {
         bail!("mesh dimensions must be at least 1, got `{s}`");
     }

@@ -67,8 +67,14 @@ impl Shared {
             gmem: GMem::default(),
             events: vec![[0; 32]; cores],
             noc: Noc::default(),
-            stats: Stats { cores: vec![Default::default(); cores], ..Default::default() },
-            rec: Recorder { on: trace, ..Default::default() },
+            stats: Stats {
+                cores: vec![Default::default(); cores],
+                ..Default::default()
+            },
+            rec: Recorder {
+                on: trace,
+                ..Default::default()
+            },
             vals: Vec::new(),
             mv: MvmulScratch::default(),
         }
@@ -105,109 +111,272 @@ pub(crate) fn step(
             x.sh.gmem.touch(a, n);
             x.set(rd, i32::from_le_bytes(b));
         }
-        Inst::Scalar { op: ScalarOp::Add, rd, rs1, rs2 } => x.set(rd, x.r(rs1).wrapping_add(x.r(rs2))),
-        Inst::Scalar { op: ScalarOp::Sub, rd, rs1, rs2 } => x.set(rd, x.r(rs1).wrapping_sub(x.r(rs2))),
-        Inst::Scalar { op: ScalarOp::Mul, rd, rs1, rs2 } => x.set(rd, x.r(rs1).wrapping_mul(x.r(rs2))),
-        Inst::ScalarImm { op: ScalarImmOp::Add, rd, rs1, imm } => x.set(rd, x.r(rs1).wrapping_add(imm)),
-        Inst::ScalarImm { op: ScalarImmOp::Mul, rd, rs1, imm } => x.set(rd, x.r(rs1).wrapping_mul(imm)),
+        Inst::Scalar {
+            op: ScalarOp::Add,
+            rd,
+            rs1,
+            rs2,
+        } => x.set(rd, x.r(rs1).wrapping_add(x.r(rs2))),
+        Inst::Scalar {
+            op: ScalarOp::Sub,
+            rd,
+            rs1,
+            rs2,
+        } => x.set(rd, x.r(rs1).wrapping_sub(x.r(rs2))),
+        Inst::Scalar {
+            op: ScalarOp::Mul,
+            rd,
+            rs1,
+            rs2,
+        } => x.set(rd, x.r(rs1).wrapping_mul(x.r(rs2))),
+        Inst::ScalarImm {
+            op: ScalarImmOp::Add,
+            rd,
+            rs1,
+            imm,
+        } => x.set(rd, x.r(rs1).wrapping_add(imm)),
+        Inst::ScalarImm {
+            op: ScalarImmOp::Mul,
+            rd,
+            rs1,
+            imm,
+        } => x.set(rd, x.r(rs1).wrapping_mul(imm)),
         Inst::Setbw { ibiw, obiw } => {
             x.core.ibiw = ibiw;
             x.core.obiw = obiw;
         }
-        Inst::Mvmul { rd, rs1, mbiw, relu, group } => {
+        Inst::Mvmul {
+            rd,
+            rs1,
+            mbiw,
+            relu,
+            group,
+        } => {
             let arch = x.sh.arch;
             let view = xb.group(group, id, &arch, x.sh.fill)?;
             let (lo, hi) = signed_range(mbiw);
             if (view.min as i64) < lo || (view.max as i64) > hi {
-                let (row, col, value) = view.first_outside(lo as i32, hi as i32).unwrap_or((0, 0, view.max));
-                return Err(FaultKind::WeightTooWide { group, row, col, value, mbiw: mbiw.bits() });
+                let (row, col, value) = view
+                    .first_outside(lo as i32, hi as i32)
+                    .unwrap_or((0, 0, view.max));
+                return Err(FaultKind::WeightTooWide {
+                    group,
+                    row,
+                    col,
+                    value,
+                    mbiw: mbiw.bits(),
+                });
             }
             let src = x.lm(Operand::Rs1, rs1, 0, view.rows as u64 * ib.bytes() as u64)?;
             let dst = x.lm(Operand::Rd, rd, 0, view.cols as u64 * ob.bytes() as u64)?;
             let mut mv = std::mem::take(&mut x.sh.mv);
             mv.x.clear();
-            mv.x.extend((0..view.rows as usize).map(|i| load(&x.core.lmem, src.start + i * ib.bytes() as usize, ib) as i32));
+            mv.x.extend(
+                (0..view.rows as usize)
+                    .map(|i| load(&x.core.lmem, src.start + i * ib.bytes() as usize, ib) as i32),
+            );
             let acc = crossbar::mvmul(&view, &mut mv);
             x.sh.rec.lmem(&x.core.lmem, dst.clone());
             for j in 0..view.cols as usize {
                 let y = acc.get(j);
-                x.put(dst.start + j * ob.bytes() as usize, ob, if relu { y.max(0) } else { y });
+                x.put(
+                    dst.start + j * ob.bytes() as usize,
+                    ob,
+                    if relu { y.max(0) } else { y },
+                );
             }
             x.sh.mv = mv;
         }
-        Inst::BinVec { op: BinVecOp::Vvadd, rd, rs1, rs2, len, offset } => {
-            x.elementwise(rd, rs1, Some(rs2), len, offset, ib, ib, |_, a, b| Ok(a as i128 + b as i128))?
-        }
-        Inst::BinVec { op: BinVecOp::Vvsub, rd, rs1, rs2, len, offset } => {
-            x.elementwise(rd, rs1, Some(rs2), len, offset, ib, ib, |_, a, b| Ok(a as i128 - b as i128))?
-        }
-        Inst::BinVec { op: BinVecOp::Vvmul, rd, rs1, rs2, len, offset } => {
-            x.elementwise(rd, rs1, Some(rs2), len, offset, ib, ob, |_, a, b| Ok(a as i128 * b as i128))?
-        }
-        Inst::BinVec { op: BinVecOp::Vvdmul, rd, rs1, rs2, len, offset } => {
+        Inst::BinVec {
+            op: BinVecOp::Vvadd,
+            rd,
+            rs1,
+            rs2,
+            len,
+            offset,
+        } => x.elementwise(rd, rs1, Some(rs2), len, offset, ib, ib, |_, a, b| {
+            Ok(a as i128 + b as i128)
+        })?,
+        Inst::BinVec {
+            op: BinVecOp::Vvsub,
+            rd,
+            rs1,
+            rs2,
+            len,
+            offset,
+        } => x.elementwise(rd, rs1, Some(rs2), len, offset, ib, ib, |_, a, b| {
+            Ok(a as i128 - b as i128)
+        })?,
+        Inst::BinVec {
+            op: BinVecOp::Vvmul,
+            rd,
+            rs1,
+            rs2,
+            len,
+            offset,
+        } => x.elementwise(rd, rs1, Some(rs2), len, offset, ib, ob, |_, a, b| {
+            Ok(a as i128 * b as i128)
+        })?,
+        Inst::BinVec {
+            op: BinVecOp::Vvdmul,
+            rd,
+            rs1,
+            rs2,
+            len,
+            offset,
+        } => {
             let n = len as u64 * ib.bytes() as u64;
-            let a = x.lm(Operand::Rs1, rs1, sel(offset.applies_to_rs1(), offset.value, ib), n)?;
-            let b = x.lm(Operand::Rs2, rs2, sel(offset.applies_to_rs2(), offset.value, ib), n)?;
+            let a = x.lm(
+                Operand::Rs1,
+                rs1,
+                sel(offset.applies_to_rs1(), offset.value, ib),
+                n,
+            )?;
+            let b = x.lm(
+                Operand::Rs2,
+                rs2,
+                sel(offset.applies_to_rs2(), offset.value, ib),
+                n,
+            )?;
             let d = x.lm(Operand::Rd, rd, 0, ob.bytes() as u64)?;
             let w = ib.bytes() as usize;
             let sum: i128 = (0..len as usize)
-                .map(|i| load(&x.core.lmem, a.start + i * w, ib) as i128 * load(&x.core.lmem, b.start + i * w, ib) as i128)
+                .map(|i| {
+                    load(&x.core.lmem, a.start + i * w, ib) as i128
+                        * load(&x.core.lmem, b.start + i * w, ib) as i128
+                })
                 .sum();
             x.sh.rec.lmem(&x.core.lmem, d.clone());
             x.put(d.start, ob, sum);
         }
-        Inst::BinVec { op: BinVecOp::Vvmax, rd, rs1, rs2, len, offset } => {
-            x.elementwise(rd, rs1, Some(rs2), len, offset, ib, ib, |_, a, b| Ok(a.max(b) as i128))?
-        }
-        Inst::BinVec { op: BinVecOp::Vvsll, rd, rs1, rs2, len, offset } => {
-            x.elementwise(rd, rs1, Some(rs2), len, offset, ib, ob, |i, a, b| match b {
-                _ if b < 0 => Err(FaultKind::NegativeShift { index: i, amount: b }),
-                _ if b >= 64 => Ok(0),
-                _ => Ok((a as i128) << b),
-            })?
-        }
-        Inst::BinVec { op: BinVecOp::Vvsra, rd, rs1, rs2, len, offset } => {
-            x.elementwise(rd, rs1, Some(rs2), len, offset, ib, ob, |i, a, b| match b {
-                _ if b < 0 => Err(FaultKind::NegativeShift { index: i, amount: b }),
-                _ => Ok((a >> b.min(63)) as i128),
-            })?
-        }
-        Inst::BinVec { op: BinVecOp::Vrsu, rd, rs1, rs2, len, offset } => {
+        Inst::BinVec {
+            op: BinVecOp::Vvmax,
+            rd,
+            rs1,
+            rs2,
+            len,
+            offset,
+        } => x.elementwise(rd, rs1, Some(rs2), len, offset, ib, ib, |_, a, b| {
+            Ok(a.max(b) as i128)
+        })?,
+        Inst::BinVec {
+            op: BinVecOp::Vvsll,
+            rd,
+            rs1,
+            rs2,
+            len,
+            offset,
+        } => x.elementwise(rd, rs1, Some(rs2), len, offset, ib, ob, |i, a, b| match b {
+            _ if b < 0 => Err(FaultKind::NegativeShift {
+                index: i,
+                amount: b,
+            }),
+            _ if b >= 64 => Ok(0),
+            _ => Ok((a as i128) << b),
+        })?,
+        Inst::BinVec {
+            op: BinVecOp::Vvsra,
+            rd,
+            rs1,
+            rs2,
+            len,
+            offset,
+        } => x.elementwise(rd, rs1, Some(rs2), len, offset, ib, ob, |i, a, b| match b {
+            _ if b < 0 => Err(FaultKind::NegativeShift {
+                index: i,
+                amount: b,
+            }),
+            _ => Ok((a >> b.min(63)) as i128),
+        })?,
+        Inst::BinVec {
+            op: BinVecOp::Vrsu,
+            rd,
+            rs1,
+            rs2,
+            len,
+            offset,
+        } => {
             let bound = x.r(rs2) as i64;
             x.resize_overlap_check(rd, rs1, len, offset)?;
-            x.elementwise(rd, rs1, None, len, offset, ib, ob, |_, a, _| Ok(a.min(bound) as i128))?
+            x.elementwise(rd, rs1, None, len, offset, ib, ob, |_, a, _| {
+                Ok(a.min(bound) as i128)
+            })?
         }
-        Inst::BinVec { op: BinVecOp::Vrsl, rd, rs1, rs2, len, offset } => {
+        Inst::BinVec {
+            op: BinVecOp::Vrsl,
+            rd,
+            rs1,
+            rs2,
+            len,
+            offset,
+        } => {
             let bound = x.r(rs2) as i64;
             x.resize_overlap_check(rd, rs1, len, offset)?;
-            x.elementwise(rd, rs1, None, len, offset, ib, ob, |_, a, _| Ok(a.max(bound) as i128))?
+            x.elementwise(rd, rs1, None, len, offset, ib, ob, |_, a, _| {
+                Ok(a.max(bound) as i128)
+            })?
         }
-        Inst::Vavg { rd, rs1, rs2, len, offset } => {
+        Inst::Vavg {
+            rd,
+            rs1,
+            rs2,
+            len,
+            offset,
+        } => {
             if len == 0 {
                 return Err(FaultKind::VavgZeroLength);
             }
             let w = ib.bytes() as i64;
             let stride = x.r(rs2) as i64 * w;
             let first = x.lm(Operand::Rs1, rs1, offset as i64 * w, w as u64)?;
-            x.lm(Operand::Rs1, rs1, span(offset as i64 * w, len, stride), w as u64)?;
+            x.lm(
+                Operand::Rs1,
+                rs1,
+                span(offset as i64 * w, len, stride),
+                w as u64,
+            )?;
             let d = x.lm(Operand::Rd, rd, 0, ob.bytes() as u64)?;
             // A zero stride reads one element `len` times (len may be 2^32 - 1): multiply.
             let sum: i128 = if stride == 0 {
                 load(&x.core.lmem, first.start, ib) as i128 * len as i128
             } else {
-                (0..len as i64).map(|k| load(&x.core.lmem, (first.start as i64 + k * stride) as usize, ib) as i128).sum()
+                (0..len as i64)
+                    .map(|k| {
+                        load(&x.core.lmem, (first.start as i64 + k * stride) as usize, ib) as i128
+                    })
+                    .sum()
             };
             x.sh.rec.lmem(&x.core.lmem, d.clone());
             x.put(d.start, ob, sum / len as i128);
         }
-        Inst::UnVec { op: UnVecOp::Vrelu, rd, rs1, len, offset } => {
-            x.elementwise(rd, rs1, None, len, offset, ib, ib, |_, a, _| Ok(a.max(0) as i128))?
-        }
-        Inst::UnVec { op: UnVecOp::Vtanh, rd, rs1, len, offset } => {
+        Inst::UnVec {
+            op: UnVecOp::Vrelu,
+            rd,
+            rs1,
+            len,
+            offset,
+        } => x.elementwise(rd, rs1, None, len, offset, ib, ib, |_, a, _| {
+            Ok(a.max(0) as i128)
+        })?,
+        Inst::UnVec {
+            op: UnVecOp::Vtanh,
+            rd,
+            rs1,
+            len,
+            offset,
+        } => {
             let scale = 2f64.powi(x.sh.arch.frac_bits as i32);
-            x.elementwise(rd, rs1, None, len, offset, ib, ob, |_, a, _| Ok(fixed(a, scale, f64::tanh)))?
+            x.elementwise(rd, rs1, None, len, offset, ib, ob, |_, a, _| {
+                Ok(fixed(a, scale, f64::tanh))
+            })?
         }
-        Inst::UnVec { op: UnVecOp::Vsigm, rd, rs1, len, offset } => {
+        Inst::UnVec {
+            op: UnVecOp::Vsigm,
+            rd,
+            rs1,
+            len,
+            offset,
+        } => {
             let scale = 2f64.powi(x.sh.arch.frac_bits as i32);
             x.elementwise(rd, rs1, None, len, offset, ib, ob, |_, a, _| {
                 Ok(fixed(a, scale, |v| 1.0 / (1.0 + (-v).exp())))
@@ -240,16 +409,48 @@ pub(crate) fn step(
                 x.put(d.start + k as usize * w as usize, ib, v as i128);
             }
         }
-        Inst::Mem { op: MemOp::Ld, rd, rs1, size, offset } => {
-            let d = x.lm(Operand::Rd, rd, sel(offset.applies_to_rd(), offset.value, Width::W8), size as u64)?;
-            let (s, n) = gmem_range(Operand::Rs1, x.r(rs1), sel(offset.applies_to_rs1(), offset.value, Width::W8), size as u64)?;
+        Inst::Mem {
+            op: MemOp::Ld,
+            rd,
+            rs1,
+            size,
+            offset,
+        } => {
+            let d = x.lm(
+                Operand::Rd,
+                rd,
+                sel(offset.applies_to_rd(), offset.value, Width::W8),
+                size as u64,
+            )?;
+            let (s, n) = gmem_range(
+                Operand::Rs1,
+                x.r(rs1),
+                sel(offset.applies_to_rs1(), offset.value, Width::W8),
+                size as u64,
+            )?;
             x.sh.rec.lmem(&x.core.lmem, d.clone());
             x.sh.gmem.read(s, &mut x.core.lmem[d]);
             x.sh.gmem.touch(s, n);
         }
-        Inst::Mem { op: MemOp::St, rd, rs1, size, offset } => {
-            let (d, n) = gmem_range(Operand::Rd, x.r(rd), sel(offset.applies_to_rd(), offset.value, Width::W8), size as u64)?;
-            let s = x.lm(Operand::Rs1, rs1, sel(offset.applies_to_rs1(), offset.value, Width::W8), size as u64)?;
+        Inst::Mem {
+            op: MemOp::St,
+            rd,
+            rs1,
+            size,
+            offset,
+        } => {
+            let (d, n) = gmem_range(
+                Operand::Rd,
+                x.r(rd),
+                sel(offset.applies_to_rd(), offset.value, Width::W8),
+                size as u64,
+            )?;
+            let s = x.lm(
+                Operand::Rs1,
+                rs1,
+                sel(offset.applies_to_rs1(), offset.value, Width::W8),
+                size as u64,
+            )?;
             let gmem = &mut x.sh.gmem;
             x.sh.rec.gmem(d, || {
                 let mut old = vec![0; n as usize];
@@ -259,45 +460,94 @@ pub(crate) fn step(
             gmem.write(d, &x.core.lmem[s]);
             gmem.touch(d, n);
         }
-        Inst::Lldi { rd, imm, size, offset, from_float } => {
+        Inst::Lldi {
+            rd,
+            imm,
+            size,
+            offset,
+            from_float,
+        } => {
             let d = x.lm(Operand::Rd, rd, offset as i64, size as u64)?;
             x.sh.rec.lmem(&x.core.lmem, d.clone());
             x.core.lmem[d].fill(imm);
             x.sh.stats.float_lldi += from_float as u64;
         }
-        Inst::Mem { op: MemOp::Lmv, rd, rs1, size, offset } => {
-            let d = x.lm(Operand::Rd, rd, sel(offset.applies_to_rd(), offset.value, Width::W8), size as u64)?;
-            let s = x.lm(Operand::Rs1, rs1, sel(offset.applies_to_rs1(), offset.value, Width::W8), size as u64)?;
+        Inst::Mem {
+            op: MemOp::Lmv,
+            rd,
+            rs1,
+            size,
+            offset,
+        } => {
+            let d = x.lm(
+                Operand::Rd,
+                rd,
+                sel(offset.applies_to_rd(), offset.value, Width::W8),
+                size as u64,
+            )?;
+            let s = x.lm(
+                Operand::Rs1,
+                rs1,
+                sel(offset.applies_to_rs1(), offset.value, Width::W8),
+                size as u64,
+            )?;
             if overlaps(&s, &d) {
-                return Err(FaultKind::LmvOverlap { src: s.start as i64, dst: d.start as i64, size });
+                return Err(FaultKind::LmvOverlap {
+                    src: s.start as i64,
+                    dst: d.start as i64,
+                    size,
+                });
             }
             x.sh.rec.lmem(&x.core.lmem, d.clone());
             x.core.lmem.copy_within(s, d.start);
         }
-        Inst::Send { rs1, core: to, size, offset } => {
+        Inst::Send {
+            rs1,
+            core: to,
+            size,
+            offset,
+        } => {
             x.peer(to)?;
             if let Some(seq) = x.core.posted {
                 if x.sh.noc.delivered(id, to) > seq {
                     x.core.posted = None;
                     return Ok(Step::Done);
                 }
-                return Ok(Step::Blocked(WaitingFor::Send { to, peer_finished: false }));
+                return Ok(Step::Blocked(WaitingFor::Send {
+                    to,
+                    peer_finished: false,
+                }));
             }
             let s = x.lm(Operand::Rs1, rs1, offset as i64, size as u64)?;
-            let msg = Message { data: x.core.lmem[s].to_vec(), sender_pc: x.core.pc, sender_inst: *inst };
+            let msg = Message {
+                data: x.core.lmem[s].to_vec(),
+                sender_pc: x.core.pc,
+                sender_inst: *inst,
+            };
             let ch = x.sh.noc.channel(id, to);
-            debug_assert!(ch.pending.is_none(), "a sender blocks until its message is taken");
+            debug_assert!(
+                ch.pending.is_none(),
+                "a sender blocks until its message is taken"
+            );
             ch.pending = Some(msg);
             x.core.posted = Some(ch.posted);
             ch.posted += 1;
             return Ok(Step::Posted);
         }
-        Inst::Recv { rd, core: from, size, offset } => {
+        Inst::Recv {
+            rd,
+            core: from,
+            size,
+            offset,
+        } => {
             x.peer(from)?;
             let d = x.lm(Operand::Rd, rd, offset as i64, size as u64)?;
             let ch = x.sh.noc.channel(from, id);
             let Some(msg) = ch.pending.take() else {
-                return Ok(Step::Blocked(WaitingFor::Recv { from, peer_finished: false }));
+                return Ok(Step::Blocked(WaitingFor::Recv {
+                    from,
+                    peer_finished: false,
+                }));
             };
             if msg.data.len() != size as usize {
                 let kind = FaultKind::SizeMismatch {
@@ -328,14 +578,24 @@ pub(crate) fn step(
         Inst::Wait { event, value } => {
             let current = x.sh.events[id as usize][event.index()];
             if current != value {
-                return Ok(Step::Blocked(WaitingFor::Event { event: event.index() as u32, want: value, current }));
+                return Ok(Step::Blocked(WaitingFor::Event {
+                    event: event.index() as u32,
+                    want: value,
+                    current,
+                }));
             }
             x.sh.rec.event(id, event.index() as u8, current);
             x.sh.events[id as usize][event.index()] = 0;
         }
-        Inst::Sync { event, core: target } => {
+        Inst::Sync {
+            event,
+            core: target,
+        } => {
             if target >= x.sh.arch.cores {
-                return Err(FaultKind::BadCore { core: target, cores: x.sh.arch.cores });
+                return Err(FaultKind::BadCore {
+                    core: target,
+                    cores: x.sh.arch.cores,
+                });
             }
             let ev = &mut x.sh.events[target as usize][event.index()];
             let old = *ev;
@@ -367,8 +627,20 @@ impl Exec<'_> {
 
     /// A checked LMem range based at register `reg`, tracking the high-water mark.
     #[inline]
-    fn lm(&mut self, operand: Operand, reg: Reg, offset: i64, len: u64) -> Result<Range<usize>, FaultKind> {
-        let r = lmem_range(operand, self.r(reg), offset, len, self.sh.arch.local_memory_bytes)?;
+    fn lm(
+        &mut self,
+        operand: Operand,
+        reg: Reg,
+        offset: i64,
+        len: u64,
+    ) -> Result<Range<usize>, FaultKind> {
+        let r = lmem_range(
+            operand,
+            self.r(reg),
+            offset,
+            len,
+            self.sh.arch.local_memory_bytes,
+        )?;
         let hw = &mut self.sh.stats.cores[self.id as usize].lmem_high_water;
         *hw = (*hw).max(r.end as u64);
         Ok(r)
@@ -377,7 +649,10 @@ impl Exec<'_> {
     /// Checks that `core` may be the peer of a send/recv.
     fn peer(&self, core: u32) -> Result<(), FaultKind> {
         if core >= self.sh.arch.cores {
-            return Err(FaultKind::BadCore { core, cores: self.sh.arch.cores });
+            return Err(FaultKind::BadCore {
+                core,
+                cores: self.sh.arch.cores,
+            });
         }
         if core == self.id {
             return Err(FaultKind::MessageToSelf { core });
@@ -421,14 +696,27 @@ impl Exec<'_> {
         mut f: impl FnMut(u32, i64, i64) -> Result<i128, FaultKind>,
     ) -> Result<(), FaultKind> {
         let n = len as u64;
-        let a = self.lm(Operand::Rs1, rs1, sel(offset.applies_to_rs1(), offset.value, wa), n * wa.bytes() as u64)?;
+        let a = self.lm(
+            Operand::Rs1,
+            rs1,
+            sel(offset.applies_to_rs1(), offset.value, wa),
+            n * wa.bytes() as u64,
+        )?;
         let b = match rs2 {
-            Some(rs2) => {
-                Some(self.lm(Operand::Rs2, rs2, sel(offset.applies_to_rs2(), offset.value, wa), n * wa.bytes() as u64)?)
-            }
+            Some(rs2) => Some(self.lm(
+                Operand::Rs2,
+                rs2,
+                sel(offset.applies_to_rs2(), offset.value, wa),
+                n * wa.bytes() as u64,
+            )?),
             None => None,
         };
-        let d = self.lm(Operand::Rd, rd, sel(offset.applies_to_rd(), offset.value, wd), n * wd.bytes() as u64)?;
+        let d = self.lm(
+            Operand::Rd,
+            rd,
+            sel(offset.applies_to_rd(), offset.value, wd),
+            n * wd.bytes() as u64,
+        )?;
         let mut vals = std::mem::take(&mut self.sh.vals);
         vals.clear();
         let w = wa.bytes() as usize;
@@ -456,15 +744,33 @@ impl Exec<'_> {
     }
 
     /// `vrsu` / `vrsl`: when the byte width grows, source and destination must not overlap.
-    fn resize_overlap_check(&mut self, rd: Reg, rs1: Reg, len: u32, offset: Offset) -> Result<(), FaultKind> {
+    fn resize_overlap_check(
+        &mut self,
+        rd: Reg,
+        rs1: Reg,
+        len: u32,
+        offset: Offset,
+    ) -> Result<(), FaultKind> {
         let (ib, ob) = (self.core.ibiw, self.core.obiw);
         if ob.bytes() <= ib.bytes() {
             return Ok(());
         }
         let size = self.sh.arch.local_memory_bytes;
         let n = len as u64;
-        let a = lmem_range(Operand::Rs1, self.r(rs1), sel(offset.applies_to_rs1(), offset.value, ib), n * ib.bytes() as u64, size)?;
-        let d = lmem_range(Operand::Rd, self.r(rd), sel(offset.applies_to_rd(), offset.value, ob), n * ob.bytes() as u64, size)?;
+        let a = lmem_range(
+            Operand::Rs1,
+            self.r(rs1),
+            sel(offset.applies_to_rs1(), offset.value, ib),
+            n * ib.bytes() as u64,
+            size,
+        )?;
+        let d = lmem_range(
+            Operand::Rd,
+            self.r(rd),
+            sel(offset.applies_to_rd(), offset.value, ob),
+            n * ob.bytes() as u64,
+            size,
+        )?;
         if overlaps(&a, &d) {
             return Err(FaultKind::ResizeOverlap {
                 src: a.start as i64,
@@ -493,7 +799,9 @@ fn sel(selected: bool, value: i32, w: Width) -> i64 {
 /// value is far outside any memory, so the range check reports it).
 #[inline]
 fn span(first: i64, len: u32, stride: i64) -> i64 {
-    (len as i64 - 1).saturating_mul(stride).saturating_add(first)
+    (len as i64 - 1)
+        .saturating_mul(stride)
+        .saturating_add(first)
 }
 
 /// `[min, max]` of a signed `w`-bit number.

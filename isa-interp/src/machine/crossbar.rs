@@ -45,9 +45,15 @@ impl Dense {
                     pairs[pair_index(stride, r, j)] = values[r * stride + j] as i16;
                 }
             }
-            Dense { stride, weights: Weights::Pairs(pairs) }
+            Dense {
+                stride,
+                weights: Weights::Pairs(pairs),
+            }
         } else {
-            Dense { stride, weights: Weights::I32(values) }
+            Dense {
+                stride,
+                weights: Weights::I32(values),
+            }
         }
     }
 
@@ -65,11 +71,29 @@ impl Dense {
         let (pairs, wide) = match &self.weights {
             Weights::Pairs(v) => {
                 let start = pair_index(self.stride, r, col0);
-                (Some(v[start..start + 2 * cols - 1].iter().step_by(2).map(|&w| w as i32)), None)
+                (
+                    Some(
+                        v[start..start + 2 * cols - 1]
+                            .iter()
+                            .step_by(2)
+                            .map(|&w| w as i32),
+                    ),
+                    None,
+                )
             }
-            Weights::I32(v) => (None, Some(v[r * self.stride + col0..r * self.stride + col0 + cols].iter().copied())),
+            Weights::I32(v) => (
+                None,
+                Some(
+                    v[r * self.stride + col0..r * self.stride + col0 + cols]
+                        .iter()
+                        .copied(),
+                ),
+            ),
         };
-        pairs.into_iter().flatten().chain(wide.into_iter().flatten())
+        pairs
+            .into_iter()
+            .flatten()
+            .chain(wide.into_iter().flatten())
     }
 }
 
@@ -155,50 +179,69 @@ impl CoreXbars {
                 }
             },
         };
-        Ok(CoreXbars { source, synth: None })
+        Ok(CoreXbars {
+            source,
+            synth: None,
+        })
     }
 
     /// Resolves `mvmul`'s `group` field to a matrix; unknown groups are faults.
-    pub fn group(&mut self, group: u32, core: u32, arch: &Arch, fill: CellFill) -> Result<GroupView<'_>, FaultKind> {
-        let (first, count) = match &self.source {
-            Source::Export(groups) => {
-                let g = groups.get(&group).ok_or_else(|| FaultKind::UnknownGroup {
-                    group,
-                    reason: format!("the crossbar export of core {core} does not list it"),
-                })?;
-                return Ok(GroupView {
-                    rows: g.rows,
-                    cols: g.cols,
-                    dense: Some(&g.dense),
-                    col0: 0,
-                    min: g.min,
-                    max: g.max,
-                });
-            }
-            Source::None => {
-                return Err(FaultKind::UnknownGroup {
-                    group,
-                    reason: format!("core {core} has no crossbar export and the program has no array group map"),
-                })
-            }
-            Source::Map(groups) => *groups.get(group as usize).ok_or_else(|| FaultKind::UnknownGroup {
-                group,
-                reason: format!("core {core}'s array_group_map lists {} groups", groups.len()),
-            })?,
-            Source::Count => {
-                if group == 0 || group > arch.arrays_per_core {
-                    return Err(FaultKind::UnknownGroup {
+    pub fn group(
+        &mut self,
+        group: u32,
+        core: u32,
+        arch: &Arch,
+        fill: CellFill,
+    ) -> Result<GroupView<'_>, FaultKind> {
+        let (first, count) =
+            match &self.source {
+                Source::Export(groups) => {
+                    let g = groups.get(&group).ok_or_else(|| FaultKind::UnknownGroup {
                         group,
-                        reason: format!(
-                            "as an array count it must be 1..={} (arrays_per_core)",
-                            arch.arrays_per_core
-                        ),
+                        reason: format!("the crossbar export of core {core} does not list it"),
+                    })?;
+                    return Ok(GroupView {
+                        rows: g.rows,
+                        cols: g.cols,
+                        dense: Some(&g.dense),
+                        col0: 0,
+                        min: g.min,
+                        max: g.max,
                     });
                 }
-                (0, group)
-            }
-        };
-        let synth = self.synth.get_or_insert_with(|| build_synth(core, arch, fill));
+                Source::None => return Err(FaultKind::UnknownGroup {
+                    group,
+                    reason: format!(
+                        "core {core} has no crossbar export and the program has no array group map"
+                    ),
+                }),
+                Source::Map(groups) => {
+                    *groups
+                        .get(group as usize)
+                        .ok_or_else(|| FaultKind::UnknownGroup {
+                            group,
+                            reason: format!(
+                                "core {core}'s array_group_map lists {} groups",
+                                groups.len()
+                            ),
+                        })?
+                }
+                Source::Count => {
+                    if group == 0 || group > arch.arrays_per_core {
+                        return Err(FaultKind::UnknownGroup {
+                            group,
+                            reason: format!(
+                                "as an array count it must be 1..={} (arrays_per_core)",
+                                arch.arrays_per_core
+                            ),
+                        });
+                    }
+                    (0, group)
+                }
+            };
+        let synth = self
+            .synth
+            .get_or_insert_with(|| build_synth(core, arch, fill));
         let (a0, a1) = (first as usize, (first + count) as usize);
         let min = synth.array_min[a0..a1].iter().copied().min().unwrap_or(0);
         let max = synth.array_max[a0..a1].iter().copied().max().unwrap_or(0);
@@ -213,12 +256,24 @@ impl CoreXbars {
     }
 }
 
-fn build_export(core: u32, x: &CoreCrossbars, arch: &Arch) -> Result<HashMap<u32, ExportGroup>, SetupError> {
-    let expected = [arch.arrays_per_core as usize, arch.array_rows as usize, arch.array_cols as usize];
+fn build_export(
+    core: u32,
+    x: &CoreCrossbars,
+    arch: &Arch,
+) -> Result<HashMap<u32, ExportGroup>, SetupError> {
+    let expected = [
+        arch.arrays_per_core as usize,
+        arch.array_rows as usize,
+        arch.array_cols as usize,
+    ];
     let shape = x.cells.shape();
     let found = [shape[0], shape[1], shape[2]];
     if found != expected {
-        return Err(SetupError::CellsShape { core, found, expected });
+        return Err(SetupError::CellsShape {
+            core,
+            found,
+            expected,
+        });
     }
     let ac = arch.array_cols as usize;
     let mut out = HashMap::with_capacity(x.groups.len());
@@ -232,7 +287,12 @@ fn build_export(core: u32, x: &CoreCrossbars, arch: &Arch) -> Result<HashMap<u32
             });
         }
         if g.rows > arch.array_rows {
-            return Err(SetupError::GroupRows { core, group: g.group, rows: g.rows, array_rows: arch.array_rows });
+            return Err(SetupError::GroupRows {
+                core,
+                group: g.group,
+                rows: g.rows,
+                array_rows: arch.array_rows,
+            });
         }
         let limit = g.arrays.len() as u64 * arch.array_cols as u64;
         if g.cols as u64 > limit {
@@ -263,7 +323,10 @@ fn build_export(core: u32, x: &CoreCrossbars, arch: &Arch) -> Result<HashMap<u32
             max,
         };
         if out.insert(g.group, group).is_some() {
-            return Err(SetupError::DuplicateGroup { core, group: g.group });
+            return Err(SetupError::DuplicateGroup {
+                core,
+                group: g.group,
+            });
         }
     }
     Ok(out)
@@ -275,7 +338,11 @@ fn build_export(core: u32, x: &CoreCrossbars, arch: &Arch) -> Result<HashMap<u32
 fn build_synth(core: u32, arch: &Arch, fill: CellFill) -> Synth {
     let arrays = arch.arrays_per_core as usize;
     match fill {
-        CellFill::Zero => Synth { dense: None, array_min: vec![0; arrays], array_max: vec![0; arrays] },
+        CellFill::Zero => Synth {
+            dense: None,
+            array_min: vec![0; arrays],
+            array_max: vec![0; arrays],
+        },
         CellFill::Random(seed) => {
             let (rows, ac) = (arch.array_rows as usize, arch.array_cols as usize);
             let stride = arrays * ac;
@@ -295,7 +362,14 @@ fn build_synth(core: u32, arch: &Arch, fill: CellFill) -> Synth {
                     }
                 }
             }
-            Synth { dense: Some(Dense { stride, weights: Weights::Pairs(cells) }), array_min, array_max }
+            Synth {
+                dense: Some(Dense {
+                    stride,
+                    weights: Weights::Pairs(cells),
+                }),
+                array_min,
+                array_max,
+            }
         }
     }
 }
@@ -348,12 +422,18 @@ impl Acc<'_> {
 /// Multiplies `scratch.x` (`view.rows` inputs) by the group's matrix.
 pub(crate) fn mvmul<'s>(view: &GroupView<'_>, scratch: &'s mut MvmulScratch) -> Acc<'s> {
     let cols = view.cols as usize;
-    let Some(dense) = view.dense else { return Acc::Zero };
+    let Some(dense) = view.dense else {
+        return Acc::Zero;
+    };
     if view.min == 0 && view.max == 0 {
         return Acc::Zero;
     }
     let x = &scratch.x;
-    let xmax = x.iter().map(|v| v.unsigned_abs() as u128).max().unwrap_or(0);
+    let xmax = x
+        .iter()
+        .map(|v| v.unsigned_abs() as u128)
+        .max()
+        .unwrap_or(0);
     let wmax = (view.min.unsigned_abs().max(view.max.unsigned_abs())) as u128;
     let bound = xmax * wmax * x.len() as u128;
     let col0 = view.col0;
@@ -417,7 +497,14 @@ fn pairs_i32(x: &[i32], w: &[i16], stride: usize, col0: usize, acc: &mut [i32]) 
 
 /// Columns `from..` of [`pairs_i32`], portable.
 #[inline(always)]
-fn pairs_i32_scalar(x: &[i32], w: &[i16], stride: usize, col0: usize, acc: &mut [i32], from: usize) {
+fn pairs_i32_scalar(
+    x: &[i32],
+    w: &[i16],
+    stride: usize,
+    col0: usize,
+    acc: &mut [i32],
+    from: usize,
+) {
     let cols = acc.len();
     for p in 0..x.len().div_ceil(2) {
         let x0 = x[2 * p];
@@ -427,7 +514,9 @@ fn pairs_i32_scalar(x: &[i32], w: &[i16], stride: usize, col0: usize, acc: &mut 
         }
         let row = &w[(p * stride + col0) * 2..(p * stride + col0 + cols) * 2];
         for j in from..cols {
-            let v = x0.wrapping_mul(row[2 * j] as i32).wrapping_add(x1.wrapping_mul(row[2 * j + 1] as i32));
+            let v = x0
+                .wrapping_mul(row[2 * j] as i32)
+                .wrapping_add(x1.wrapping_mul(row[2 * j + 1] as i32));
             acc[j] = acc[j].wrapping_add(v);
         }
     }
@@ -440,7 +529,13 @@ mod avx2 {
     /// Columns in blocks of 64 (eight 8-lane accumulators kept in registers across all row
     /// pairs), then blocks of 8, then the scalar tail.
     #[target_feature(enable = "avx2")]
-    pub(super) unsafe fn pairs_i32(x: &[i32], w: &[i16], stride: usize, col0: usize, acc: &mut [i32]) {
+    pub(super) unsafe fn pairs_i32(
+        x: &[i32],
+        w: &[i16],
+        stride: usize,
+        col0: usize,
+        acc: &mut [i32],
+    ) {
         let cols = acc.len();
         let npairs = x.len().div_ceil(2);
         let xs: Vec<__m256i> = (0..npairs)
@@ -456,7 +551,10 @@ mod avx2 {
             for (p, &xv) in xs.iter().enumerate() {
                 let base = w.as_ptr().add((p * stride + col0 + j) * 2) as *const __m256i;
                 for (k, ak) in a.iter_mut().enumerate() {
-                    *ak = _mm256_add_epi32(*ak, _mm256_madd_epi16(_mm256_loadu_si256(base.add(k)), xv));
+                    *ak = _mm256_add_epi32(
+                        *ak,
+                        _mm256_madd_epi16(_mm256_loadu_si256(base.add(k)), xv),
+                    );
                 }
             }
             for (k, ak) in a.iter().enumerate() {

@@ -68,7 +68,13 @@ pub struct Fault {
 
 impl fmt::Display for Fault {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(f, "fault on core {} at pc {}: {}", self.core, self.pc, inst_text(&self.inst))?;
+        writeln!(
+            f,
+            "fault on core {} at pc {}: {}",
+            self.core,
+            self.pc,
+            inst_text(&self.inst)
+        )?;
         write!(f, "  {}", self.kind)
     }
 }
@@ -98,23 +104,51 @@ impl fmt::Display for Operand {
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum FaultKind {
     #[error("local memory range [{start}, {start} + {len}) of operand {operand} lies outside the {size}-byte local memory")]
-    LmemRange { operand: Operand, start: i64, len: u64, size: u32 },
+    LmemRange {
+        operand: Operand,
+        start: i64,
+        len: u64,
+        size: u32,
+    },
     #[error("global memory range [{start}, {start} + {len}) of operand {operand} lies outside the 4 GiB global memory")]
-    GmemRange { operand: Operand, start: i64, len: u64 },
+    GmemRange {
+        operand: Operand,
+        start: i64,
+        len: u64,
+    },
     #[error("unknown array group {group}: {reason}")]
     UnknownGroup { group: u32, reason: String },
     #[error("weight {value} at row {row}, column {col} of group {group} does not fit the instruction's mbiw = {mbiw} bits")]
-    WeightTooWide { group: u32, row: u32, col: u32, value: i32, mbiw: u32 },
+    WeightTooWide {
+        group: u32,
+        row: u32,
+        col: u32,
+        value: i32,
+        mbiw: u32,
+    },
     #[error("vavg with len 0 (division by zero)")]
     VavgZeroLength,
     #[error("negative shift amount {amount} at element {index}")]
     NegativeShift { index: u32, amount: i64 },
     #[error("vmv source element {index} at [{src}, {src} + {width}) overlaps the destination [{dst}, {dst} + {dst_len}) (undefined behaviour)")]
-    VmvOverlap { index: u32, src: i64, width: u32, dst: i64, dst_len: u64 },
+    VmvOverlap {
+        index: u32,
+        src: i64,
+        width: u32,
+        dst: i64,
+        dst_len: u64,
+    },
     #[error("lmv source [{src}, {src} + {size}) overlaps destination [{dst}, {dst} + {size}) (undefined behaviour)")]
     LmvOverlap { src: i64, dst: i64, size: u32 },
     #[error("resize source [{src}, {src} + {src_len}) overlaps destination [{dst}, {dst} + {dst_len}) while the byte width grows from {ibyw} to {obyw} (undefined behaviour)")]
-    ResizeOverlap { src: i64, src_len: u64, dst: i64, dst_len: u64, ibyw: u32, obyw: u32 },
+    ResizeOverlap {
+        src: i64,
+        src_len: u64,
+        dst: i64,
+        dst_len: u64,
+        ibyw: u32,
+        obyw: u32,
+    },
     #[error("send/recv size mismatch: core {sender} at pc {sender_pc} ({sender_inst}) sends {send_size} bytes, core {receiver} at pc {receiver_pc} receives {recv_size} bytes", sender_inst = inst_text(sender_inst))]
     SizeMismatch {
         sender: u32,
@@ -139,9 +173,20 @@ pub struct DeadlockReport {
 
 impl fmt::Display for DeadlockReport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "deadlock: {} unfinished core(s), all blocked", self.blocked.len())?;
+        write!(
+            f,
+            "deadlock: {} unfinished core(s), all blocked",
+            self.blocked.len()
+        )?;
         for b in &self.blocked {
-            write!(f, "\n  core {} at pc {}: {} — {}", b.core, b.pc, inst_text(&b.inst), b.waiting)?;
+            write!(
+                f,
+                "\n  core {} at pc {}: {} — {}",
+                b.core,
+                b.pc,
+                inst_text(&b.inst),
+                b.waiting
+            )?;
         }
         Ok(())
     }
@@ -171,14 +216,28 @@ impl fmt::Display for WaitingFor {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let fin = |done: bool| if done { " (which has finished)" } else { "" };
         match *self {
-            WaitingFor::Recv { from, peer_finished } => {
+            WaitingFor::Recv {
+                from,
+                peer_finished,
+            } => {
                 write!(f, "waits to receive from core {from}{}", fin(peer_finished))
             }
             WaitingFor::Send { to, peer_finished } => {
-                write!(f, "waits for core {to} to receive its message{}", fin(peer_finished))
+                write!(
+                    f,
+                    "waits for core {to} to receive its message{}",
+                    fin(peer_finished)
+                )
             }
-            WaitingFor::Event { event, want, current } => {
-                write!(f, "waits for event register {event} to equal {want} (it holds {current})")
+            WaitingFor::Event {
+                event,
+                want,
+                current,
+            } => {
+                write!(
+                    f,
+                    "waits for event register {event} to equal {want} (it holds {current})"
+                )
             }
         }
     }
@@ -189,29 +248,64 @@ impl fmt::Display for WaitingFor {
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum SetupError {
     #[error("architecture parameter {field} = {value} is invalid: {reason}")]
-    BadArch { field: &'static str, value: u64, reason: &'static str },
+    BadArch {
+        field: &'static str,
+        value: u64,
+        reason: &'static str,
+    },
     #[error("program has {program} cores but the architecture says {arch}")]
     CoreCount { program: u32, arch: u32 },
     #[error("crossbar export names core {core}, beyond the program's {cores} cores")]
     ExportCore { core: u32, cores: u32 },
     #[error("crossbar export of core {core}: cells have shape {found:?}, the architecture needs {expected:?}")]
-    CellsShape { core: u32, found: [usize; 3], expected: [usize; 3] },
+    CellsShape {
+        core: u32,
+        found: [usize; 3],
+        expected: [usize; 3],
+    },
     #[error("crossbar export of core {core}, group {group}: array index {array} is not below arrays_per_core = {arrays_per_core}")]
-    ArrayIndex { core: u32, group: u32, array: u32, arrays_per_core: u32 },
+    ArrayIndex {
+        core: u32,
+        group: u32,
+        array: u32,
+        arrays_per_core: u32,
+    },
     #[error("crossbar export of core {core}, group {group}: rows = {rows} exceeds array_rows = {array_rows}")]
-    GroupRows { core: u32, group: u32, rows: u32, array_rows: u32 },
+    GroupRows {
+        core: u32,
+        group: u32,
+        rows: u32,
+        array_rows: u32,
+    },
     #[error("crossbar export of core {core}, group {group}: cols = {cols} exceeds {arrays} arrays × array_cols = {limit}")]
-    GroupCols { core: u32, group: u32, cols: u32, arrays: u32, limit: u64 },
+    GroupCols {
+        core: u32,
+        group: u32,
+        cols: u32,
+        arrays: u32,
+        limit: u64,
+    },
     #[error("crossbar export of core {core}: group number {group} appears twice")]
     DuplicateGroup { core: u32, group: u32 },
     #[error("array_group_map of core {core} uses {used} arrays, more than arrays_per_core = {arrays_per_core}")]
-    GroupMapTooLarge { core: u32, used: u64, arrays_per_core: u32 },
+    GroupMapTooLarge {
+        core: u32,
+        used: u64,
+        arrays_per_core: u32,
+    },
     #[error("array_group_map lists {map} cores, the program has {cores}")]
     GroupMapCores { map: u32, cores: u32 },
     #[error("core {core} does not exist (the program has {cores} cores)")]
     NoSuchCore { core: u32, cores: u32 },
-    #[error("local memory range [{addr}, {addr} + {len}) of core {core} runs past its {size} bytes")]
-    LmemRange { core: u32, addr: u32, len: u64, size: u32 },
+    #[error(
+        "local memory range [{addr}, {addr} + {len}) of core {core} runs past its {size} bytes"
+    )]
+    LmemRange {
+        core: u32,
+        addr: u32,
+        len: u64,
+        size: u32,
+    },
     #[error("global memory range [{addr}, {addr} + {len}) runs past 4 GiB")]
     GmemRange { addr: u32, len: u64 },
 }

@@ -26,20 +26,34 @@ pub(crate) fn lmem_range(
         return Ok(0..0);
     }
     if start < 0 || (start as u64).saturating_add(len) > size as u64 {
-        return Err(FaultKind::LmemRange { operand, start, len, size });
+        return Err(FaultKind::LmemRange {
+            operand,
+            start,
+            len,
+            size,
+        });
     }
     Ok(start as usize..(start as u64 + len) as usize)
 }
 
 /// Checked GMem range, as [`lmem_range`] but inside the 4 GiB space; returns `(start, len)`.
 #[inline]
-pub(crate) fn gmem_range(operand: Operand, base: i32, offset: i64, len: u64) -> Result<(u32, u32), FaultKind> {
+pub(crate) fn gmem_range(
+    operand: Operand,
+    base: i32,
+    offset: i64,
+    len: u64,
+) -> Result<(u32, u32), FaultKind> {
     let start = (base as u32 as i64).saturating_add(offset);
     if len == 0 {
         return Ok((0, 0));
     }
     if start < 0 || (start as u64).saturating_add(len) > GMEM_BYTES {
-        return Err(FaultKind::GmemRange { operand, start, len });
+        return Err(FaultKind::GmemRange {
+            operand,
+            start,
+            len,
+        });
     }
     Ok((start as u32, len as u32))
 }
@@ -128,7 +142,10 @@ impl GMem {
             let page = (a >> PAGE_BITS) as u32;
             let off = (a as usize) & (PAGE - 1);
             let n = (PAGE - off).min(data.len() - done);
-            let p = self.pages.entry(page).or_insert_with(|| vec![0u8; PAGE].into_boxed_slice());
+            let p = self
+                .pages
+                .entry(page)
+                .or_insert_with(|| vec![0u8; PAGE].into_boxed_slice());
             p[off..off + n].copy_from_slice(&data[done..done + n]);
             done += n;
             a += n as u64;
@@ -172,7 +189,10 @@ mod tests {
         let w9 = Width::new(9).unwrap();
         assert_eq!(load(&[0xff, 0x01], 0, w9), -1);
         assert_eq!(load(&[0xff, 0x00], 0, w9), 255);
-        assert_eq!(load(&[0x00, 0x00, 0x00, 0x80], 0, Width::W32), i32::MIN as i64);
+        assert_eq!(
+            load(&[0x00, 0x00, 0x00, 0x80], 0, Width::W32),
+            i32::MIN as i64
+        );
     }
 
     #[test]

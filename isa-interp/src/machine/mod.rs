@@ -26,9 +26,14 @@ use rand_chacha::ChaCha8Rng;
 
 use self::core::{step, Core, Shared, Step};
 use self::crossbar::CoreXbars;
+pub use self::fault::{
+    BlockedCore, DeadlockReport, Fault, FaultKind, Operand, RunOutcome, SetupError, WaitingFor,
+};
 use self::memory::GMEM_BYTES;
-pub use self::fault::{BlockedCore, DeadlockReport, Fault, FaultKind, Operand, RunOutcome, SetupError, WaitingFor};
-pub use self::stats::{mesh_hops, CoreStats, NocStats, OpcodeCounts, OverflowRecord, PairTraffic, Stats, OVERFLOW_RECORDS};
+pub use self::stats::{
+    mesh_hops, CoreStats, NocStats, OpcodeCounts, OverflowRecord, PairTraffic, Stats,
+    OVERFLOW_RECORDS,
+};
 pub use self::trace::{EventChange, MemChange, RegChange, Trace, TraceEntry};
 use crate::inst::{Inst, Width};
 use crate::program::{Arch, GroupSpec, Program};
@@ -110,28 +115,63 @@ impl<'p> Machine<'p> {
     ) -> Result<Machine<'p>, SetupError> {
         let cores = program.cores.len() as u32;
         if arch.cores != cores {
-            return Err(SetupError::CoreCount { program: cores, arch: arch.cores });
+            return Err(SetupError::CoreCount {
+                program: cores,
+                arch: arch.cores,
+            });
         }
         for (field, value, ok, reason) in [
-            ("array_rows", arch.array_rows as u64, arch.array_rows > 0, "must be at least 1"),
-            ("array_cols", arch.array_cols as u64, arch.array_cols > 0, "must be at least 1"),
-            ("mesh_rows", arch.mesh_rows as u64, arch.mesh_rows > 0, "must be at least 1"),
-            ("mesh_cols", arch.mesh_cols as u64, arch.mesh_cols > 0, "must be at least 1"),
+            (
+                "array_rows",
+                arch.array_rows as u64,
+                arch.array_rows > 0,
+                "must be at least 1",
+            ),
+            (
+                "array_cols",
+                arch.array_cols as u64,
+                arch.array_cols > 0,
+                "must be at least 1",
+            ),
+            (
+                "mesh_rows",
+                arch.mesh_rows as u64,
+                arch.mesh_rows > 0,
+                "must be at least 1",
+            ),
+            (
+                "mesh_cols",
+                arch.mesh_cols as u64,
+                arch.mesh_cols > 0,
+                "must be at least 1",
+            ),
             (
                 "mesh",
                 arch.mesh_rows as u64 * arch.mesh_cols as u64,
                 arch.mesh_rows as u64 * arch.mesh_cols as u64 >= cores as u64,
                 "rows × cols must hold every core",
             ),
-            ("frac_bits", arch.frac_bits as u64, arch.frac_bits <= MAX_FRAC_BITS, "must be at most 62"),
+            (
+                "frac_bits",
+                arch.frac_bits as u64,
+                arch.frac_bits <= MAX_FRAC_BITS,
+                "must be at most 62",
+            ),
         ] {
             if !ok {
-                return Err(SetupError::BadArch { field, value, reason });
+                return Err(SetupError::BadArch {
+                    field,
+                    value,
+                    reason,
+                });
             }
         }
         if let GroupSpec::ArrayGroupMap(map) = &program.groups {
             if map.len() as u32 > cores {
-                return Err(SetupError::GroupMapCores { map: map.len() as u32, cores });
+                return Err(SetupError::GroupMapCores {
+                    map: map.len() as u32,
+                    cores,
+                });
             }
         }
         if let Some((&core, _)) = xbars.cores.range(cores..).next() {
@@ -143,7 +183,9 @@ impl<'p> Machine<'p> {
         Ok(Machine {
             program,
             options,
-            cores: (0..cores).map(|_| Core::new(arch.local_memory_bytes)).collect(),
+            cores: (0..cores)
+                .map(|_| Core::new(arch.local_memory_bytes))
+                .collect(),
             xbars,
             sh: Shared::new(arch, options.cell_fill, options.trace),
             blocked: vec![None; cores as usize],
@@ -176,7 +218,12 @@ impl<'p> Machine<'p> {
         let size = self.sh.arch.local_memory_bytes;
         let c = self.core_mut(core)?;
         if addr as u64 + bytes.len() as u64 > size as u64 {
-            return Err(SetupError::LmemRange { core, addr, len: bytes.len() as u64, size });
+            return Err(SetupError::LmemRange {
+                core,
+                addr,
+                len: bytes.len() as u64,
+                size,
+            });
         }
         c.lmem[addr as usize..addr as usize + bytes.len()].copy_from_slice(bytes);
         Ok(())
@@ -246,7 +293,9 @@ impl<'p> Machine<'p> {
 
     fn core_mut(&mut self, core: u32) -> Result<&mut Core, SetupError> {
         let cores = self.cores.len() as u32;
-        self.cores.get_mut(core as usize).ok_or(SetupError::NoSuchCore { core, cores })
+        self.cores
+            .get_mut(core as usize)
+            .ok_or(SetupError::NoSuchCore { core, cores })
     }
 
     fn is_finished(&self, i: usize) -> bool {
@@ -300,13 +349,20 @@ impl<'p> Machine<'p> {
         let mut left = slice;
         while let Some(inst) = insts.get(core.pc as usize) {
             if sh.stats.instructions >= budget {
-                return Err(RunOutcome::OutOfSteps { executed: sh.stats.instructions });
+                return Err(RunOutcome::OutOfSteps {
+                    executed: sh.stats.instructions,
+                });
             }
-            let before = self.trace.is_some().then(|| (core.regs, core.ibiw, core.obiw));
+            let before = self
+                .trace
+                .is_some()
+                .then(|| (core.regs, core.ibiw, core.obiw));
             match step(core, i as u32, inst, sh, xb) {
                 Ok(Step::Done) => {
                     if let (Some(trace), Some(before)) = (self.trace.as_mut(), before) {
-                        trace.entries.push(trace::entry(i as u32, inst, before, core, sh));
+                        trace
+                            .entries
+                            .push(trace::entry(i as u32, inst, before, core, sh));
                     }
                     core.pc += 1;
                     sh.stats.instructions += 1;
@@ -327,7 +383,12 @@ impl<'p> Machine<'p> {
                 }
                 Err(kind) => {
                     sh.rec.clear();
-                    return Err(RunOutcome::Fault(Fault { core: i as u32, pc: core.pc, inst: *inst, kind }));
+                    return Err(RunOutcome::Fault(Fault {
+                        core: i as u32,
+                        pc: core.pc,
+                        inst: *inst,
+                        kind,
+                    }));
                 }
             }
         }
@@ -341,18 +402,29 @@ impl<'p> Machine<'p> {
                 let pc = self.cores[i].pc;
                 let inst: Inst = self.program.cores[i][pc as usize];
                 let waiting = match self.blocked[i].clone() {
-                    Some(WaitingFor::Recv { from, .. }) => {
-                        WaitingFor::Recv { from, peer_finished: self.is_finished(from as usize) }
-                    }
-                    Some(WaitingFor::Send { to, .. }) => {
-                        WaitingFor::Send { to, peer_finished: self.is_finished(to as usize) }
-                    }
+                    Some(WaitingFor::Recv { from, .. }) => WaitingFor::Recv {
+                        from,
+                        peer_finished: self.is_finished(from as usize),
+                    },
+                    Some(WaitingFor::Send { to, .. }) => WaitingFor::Send {
+                        to,
+                        peer_finished: self.is_finished(to as usize),
+                    },
                     Some(w) => w,
                     // Unreachable in practice: a core that made no progress in a full pass
                     // recorded what it blocked on. Report it conservatively.
-                    None => WaitingFor::Event { event: 0, want: 0, current: 0 },
+                    None => WaitingFor::Event {
+                        event: 0,
+                        want: 0,
+                        current: 0,
+                    },
                 };
-                BlockedCore { core: i as u32, pc, inst, waiting }
+                BlockedCore {
+                    core: i as u32,
+                    pc,
+                    inst,
+                    waiting,
+                }
             })
             .collect();
         DeadlockReport { blocked }

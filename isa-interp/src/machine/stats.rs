@@ -38,7 +38,11 @@ impl Stats {
 
     /// Executed instructions by opcode over all cores (zero counts left out).
     pub fn by_opcode(&self) -> Vec<(Opcode, u64)> {
-        Opcode::ALL.iter().map(|&op| (op, self.count(op))).filter(|&(_, n)| n > 0).collect()
+        Opcode::ALL
+            .iter()
+            .map(|&op| (op, self.count(op)))
+            .filter(|&(_, n)| n > 0)
+            .collect()
     }
 }
 
@@ -100,7 +104,10 @@ pub struct PairTraffic {
     pub hops: u32,
 }
 
-fn serialize_pairs<S: Serializer>(pairs: &BTreeMap<(u32, u32), PairTraffic>, s: S) -> Result<S::Ok, S::Error> {
+fn serialize_pairs<S: Serializer>(
+    pairs: &BTreeMap<(u32, u32), PairTraffic>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
     #[derive(Serialize)]
     struct Row {
         from: u32,
@@ -111,7 +118,13 @@ fn serialize_pairs<S: Serializer>(pairs: &BTreeMap<(u32, u32), PairTraffic>, s: 
     }
     let mut seq = s.serialize_seq(Some(pairs.len()))?;
     for (&(from, to), t) in pairs {
-        seq.serialize_element(&Row { from, to, messages: t.messages, bytes: t.bytes, hops: t.hops })?;
+        seq.serialize_element(&Row {
+            from,
+            to,
+            messages: t.messages,
+            bytes: t.bytes,
+            hops: t.hops,
+        })?;
     }
     seq.end()
 }

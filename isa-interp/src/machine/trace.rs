@@ -126,14 +126,24 @@ pub(crate) fn entry(
     let (regs, ibiw, obiw) = before;
     let regs = (0..32)
         .filter(|&r| regs[r] != core.regs[r])
-        .map(|r| RegChange { reg: r as u8, old: regs[r], new: core.regs[r] })
+        .map(|r| RegChange {
+            reg: r as u8,
+            old: regs[r],
+            new: core.regs[r],
+        })
         .collect();
-    let widths = (ibiw != core.ibiw || obiw != core.obiw).then(|| (core.ibiw.bits(), core.obiw.bits()));
+    let widths =
+        (ibiw != core.ibiw || obiw != core.obiw).then(|| (core.ibiw.bits(), core.obiw.bits()));
     let events = sh
         .rec
         .events
         .iter()
-        .map(|&(c, e, old)| EventChange { core: c, event: e, old, new: sh.events[c as usize][e as usize] })
+        .map(|&(c, e, old)| EventChange {
+            core: c,
+            event: e,
+            old,
+            new: sh.events[c as usize][e as usize],
+        })
         .filter(|c| c.old != c.new)
         .collect();
     let mut lmem = Vec::new();
@@ -148,5 +158,14 @@ pub(crate) fn entry(
         diff(*addr, old, &new, &mut gmem);
     }
     sh.rec.clear();
-    TraceEntry { core: id, pc: core.pc, inst: *inst, regs, widths, events, lmem, gmem }
+    TraceEntry {
+        core: id,
+        pc: core.pc,
+        inst: *inst,
+        regs,
+        widths,
+        events,
+        lmem,
+        gmem,
+    }
 }

@@ -23,49 +23,103 @@ pub fn sldi(rd: u32, imm: i32) -> Inst {
 }
 
 pub fn setbw(i: u32, o: u32) -> Inst {
-    Inst::Setbw { ibiw: w(i), obiw: w(o) }
+    Inst::Setbw {
+        ibiw: w(i),
+        obiw: w(o),
+    }
 }
 
 pub fn scalar(op: ScalarOp, rd: u32, rs1: u32, rs2: u32) -> Inst {
-    Inst::Scalar { op, rd: r(rd), rs1: r(rs1), rs2: r(rs2) }
+    Inst::Scalar {
+        op,
+        rd: r(rd),
+        rs1: r(rs1),
+        rs2: r(rs2),
+    }
 }
 
 pub fn scalar_imm(op: ScalarImmOp, rd: u32, rs1: u32, imm: i32) -> Inst {
-    Inst::ScalarImm { op, rd: r(rd), rs1: r(rs1), imm }
+    Inst::ScalarImm {
+        op,
+        rd: r(rd),
+        rs1: r(rs1),
+        imm,
+    }
 }
 
 /// `op rd=r3, rs1=r1, rs2=r2, len, offset`.
 pub fn bin(op: BinVecOp, len: u32, offset: Offset) -> Inst {
-    Inst::BinVec { op, rd: r(3), rs1: r(1), rs2: r(2), len, offset }
+    Inst::BinVec {
+        op,
+        rd: r(3),
+        rs1: r(1),
+        rs2: r(2),
+        len,
+        offset,
+    }
 }
 
 /// `op rd=r3, rs1=r1, len, offset`.
 pub fn un(op: UnVecOp, len: u32, offset: Offset) -> Inst {
-    Inst::UnVec { op, rd: r(3), rs1: r(1), len, offset }
+    Inst::UnVec {
+        op,
+        rd: r(3),
+        rs1: r(1),
+        len,
+        offset,
+    }
 }
 
 pub fn mem(op: MemOp, rd: u32, rs1: u32, size: u32, offset: Offset) -> Inst {
-    Inst::Mem { op, rd: r(rd), rs1: r(rs1), size, offset }
+    Inst::Mem {
+        op,
+        rd: r(rd),
+        rs1: r(rs1),
+        size,
+        offset,
+    }
 }
 
 pub fn lldi(rd: u32, imm: u8, size: u32, offset: i32) -> Inst {
-    Inst::Lldi { rd: r(rd), imm, size, offset, from_float: false }
+    Inst::Lldi {
+        rd: r(rd),
+        imm,
+        size,
+        offset,
+        from_float: false,
+    }
 }
 
 pub fn send(rs1: u32, core: u32, size: u32, offset: i32) -> Inst {
-    Inst::Send { rs1: r(rs1), core, size, offset }
+    Inst::Send {
+        rs1: r(rs1),
+        core,
+        size,
+        offset,
+    }
 }
 
 pub fn recv(rd: u32, core: u32, size: u32, offset: i32) -> Inst {
-    Inst::Recv { rd: r(rd), core, size, offset }
+    Inst::Recv {
+        rd: r(rd),
+        core,
+        size,
+        offset,
+    }
 }
 
 pub fn wait(event: u32, value: i32) -> Inst {
-    Inst::Wait { event: r(event), value }
+    Inst::Wait {
+        event: r(event),
+        value,
+    }
 }
 
 pub fn sync(event: u32, core: u32) -> Inst {
-    Inst::Sync { event: r(event), core }
+    Inst::Sync {
+        event: r(event),
+        core,
+    }
 }
 
 /// The registers used as A (r1), B (r2) and D (r3) base addresses.
@@ -75,7 +129,11 @@ pub fn bases(a: i32, b: i32, d: i32) -> Vec<Inst> {
 
 /// A program with one stream per core, groups from the export only.
 pub fn program(cores: Vec<Vec<Inst>>) -> Program {
-    Program { cores, groups: GroupSpec::ExportOnly, ..Default::default() }
+    Program {
+        cores,
+        groups: GroupSpec::ExportOnly,
+        ..Default::default()
+    }
 }
 
 /// A small architecture: 64 bytes of LMem, 2 arrays of 2 × 2 cells.
@@ -119,7 +177,13 @@ pub fn check_lmem_arch(
     init: &[(u32, &[u8])],
     expect: &[(u32, &[u8])],
 ) -> Machine<'static> {
-    let (outcome, m) = run_with(&program(vec![insts]), x, arch, MachineOptions::default(), init);
+    let (outcome, m) = run_with(
+        &program(vec![insts]),
+        x,
+        arch,
+        MachineOptions::default(),
+        init,
+    );
     assert_eq!(outcome, RunOutcome::Finished, "{outcome}");
     let mut image = vec![0u8; arch.local_memory_bytes as usize];
     for &(addr, bytes) in init.iter().chain(expect) {
@@ -129,19 +193,43 @@ pub fn check_lmem_arch(
     m
 }
 
-pub fn check_lmem(insts: Vec<Inst>, init: &[(u32, &[u8])], expect: &[(u32, &[u8])]) -> Machine<'static> {
-    check_lmem_arch(small_arch(1), insts, &CrossbarExport::default(), init, expect)
+pub fn check_lmem(
+    insts: Vec<Inst>,
+    init: &[(u32, &[u8])],
+    expect: &[(u32, &[u8])],
+) -> Machine<'static> {
+    check_lmem_arch(
+        small_arch(1),
+        insts,
+        &CrossbarExport::default(),
+        init,
+        expect,
+    )
 }
 
 /// Runs a program of several cores on [`small_arch`] and returns the outcome and machine.
 pub fn run_cores(cores: Vec<Vec<Inst>>, opts: MachineOptions) -> (RunOutcome, Machine<'static>) {
     let n = cores.len() as u32;
-    run_with(&program(cores), &CrossbarExport::default(), small_arch(n), opts, &[])
+    run_with(
+        &program(cores),
+        &CrossbarExport::default(),
+        small_arch(n),
+        opts,
+        &[],
+    )
 }
 
 /// Runs one core and expects a fault of exactly `kind` at `pc`.
 pub fn check_fault(insts: Vec<Inst>, pc: u32, kind: pimdiff_isa::machine::FaultKind) {
-    check_fault_with(&program(vec![insts]), &CrossbarExport::default(), small_arch(1), &[], 0, pc, kind)
+    check_fault_with(
+        &program(vec![insts]),
+        &CrossbarExport::default(),
+        small_arch(1),
+        &[],
+        0,
+        pc,
+        kind,
+    )
 }
 
 pub fn check_fault_with(
