@@ -213,10 +213,21 @@ if [[ "$fuzz_status" == ran:* ]]; then
           *) unconverted+=("- \`fuzz/$t/artifacts/$name\`: from-fuzz failed (see \`logs/from-fuzz-$t-$name.log\`)") ;;
         esac
       else
-        # interp / parse_* crashes are panics in our own readers or interpreter: the artifact
-        # itself is the reproduction (cargo +nightly fuzz run $t ARTIFACT).
-        msg=$(grep -h -m1 -A1 "panicked at" "$logs"/fuzz-"$t"-*.log 2>/dev/null | tr '\n' ' ' | cut -c1-200)
-        unconverted+=("- \`fuzz/$t/artifacts/$name\`: reproduce with \`cargo +nightly fuzz run $t <artifact>\`. ${msg}")
+        # interp / parse_* crashes are panics in our own readers or interpreter, timeouts are
+        # inputs that run too long: the artifact itself is the reproduction. The log line
+        # naming the artifact is preceded by the panic message or the stack of the timeout.
+        log=$(grep -l "$name" "$logs"/fuzz-"$t"-*.log 2>/dev/null | head -1)
+        where=""
+        if [ -n "$log" ]; then
+          # The panic location and message, or the first frame of our code after the alarm.
+          where=$(awk '/panicked at/ { getline m; print $0 " " m; exit }
+                       /ERROR: libFuzzer: (timeout|out-of-memory)|ALARM: working on the last Unit/ { a = 1 }
+                       a && / #[0-9]+ 0x/ && / in / && /\/src\// && !/\.cargo\/registry|\/rustc\/|libfuzzer/ && $NF != last {
+                         sub(/.*\/src\//, "", $NF); w = w (n++ ? " <- " : "") $NF; last = $NF; if (n == 3) { print w; exit } }
+                       END { if (n && n < 3) print w }' "$log" \
+            | cut -c1-200)
+        fi
+        unconverted+=("- \`fuzz/$t/artifacts/$name\` (${name%%-*}): reproduce with \`cargo +nightly fuzz run $t <artifact>\`${where:+; at \`$where\`}")
       fi
     done
   done
@@ -260,7 +271,7 @@ fuzz_artifacts=$(( ${#converted[@]} + ${#unconverted[@]} ))
   if [ ${#converted[@]} -gt 0 ]; then
     printf '%s\n' "${converted[@]}"
     echo
-    echo "Each is a case directory: \`pimdiff repro findings/<name>\`."
+    echo "Each is a case directory: \`pimdiff repro findings/<name>${inject_bug:+ --inject-bug $inject_bug}\`."
   else
     echo "None."
   fi

@@ -290,3 +290,127 @@ fn case_file_framing_round_trips() {
     );
     assert!(fuzz_targets::decode_case_files(&[]).is_empty());
 }
+
+// ---------------------------------------------------------------------------------------------
+// pimdiff from-fuzz
+
+fn pimdiff(args: &[&std::ffi::OsStr]) -> (i32, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_pimdiff"))
+        .args(args)
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.code().unwrap(), text)
+}
+
+fn seed_path(target: &str, name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fuzz/corpus")
+        .join(target)
+        .join(name)
+}
+
+/// An artifact that fails (here through an injected bug, as `PIMDIFF_FUZZ_INJECT_BUG` would
+/// make the target fail) becomes a minimized finding directory that `repro` reproduces.
+#[test]
+fn from_fuzz_saves_a_minimized_finding_that_repro_reproduces() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("finding");
+    let artifact = seed_path("conv_lowering", "seed-random-1000");
+    let (code, text) = pimdiff(&[
+        "from-fuzz".as_ref(),
+        artifact.as_os_str(),
+        "--target".as_ref(),
+        "conv_lowering".as_ref(),
+        out.as_os_str(),
+        "--inject-bug".as_ref(),
+        "missing-bias".as_ref(),
+    ]);
+    assert_eq!(code, 1, "{text}");
+    assert!(
+        text.contains("finding: mismatch: channels all, pixels all, batch all"),
+        "{text}"
+    );
+    let meta: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("finding.json")).unwrap()).unwrap();
+    assert_eq!(
+        meta["signature"],
+        "mismatch: channels all, pixels all, batch all"
+    );
+    assert_eq!(meta["origin"], serde_json::Value::Null);
+    let report = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(report.starts_with("# pimdiff: mismatch"), "{report}");
+    assert!(report.contains(
+        "From the cargo-fuzz target `conv_lowering`, artifact `seed-random-1000` (1000 bytes)"
+    ));
+    // Minimized: the bias bug needs one output element with a bias, nothing more.
+    let case = pimdiff_oracle::io::read_case(&out).unwrap();
+    assert_eq!(case.weight.len(), 1, "{:?}", case.spec);
+    let (code, text) = pimdiff(&[
+        "repro".as_ref(),
+        out.as_os_str(),
+        "--inject-bug".as_ref(),
+        "missing-bias".as_ref(),
+    ]);
+    assert_eq!(code, 1, "{text}");
+    assert!(text.contains("(met)"), "{text}");
+}
+
+#[test]
+fn from_fuzz_of_an_artifact_that_passes_exits_0_and_writes_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("finding");
+    let artifact = seed_path("mvm_lowering", "seed-zeros-64");
+    let (code, text) = pimdiff(&[
+        "from-fuzz".as_ref(),
+        artifact.as_os_str(),
+        "--target".as_ref(),
+        "mvm_lowering".as_ref(),
+        out.as_os_str(),
+    ]);
+    assert_eq!(code, 0, "{text}");
+    assert!(
+        text.contains("no finding: the artifact does not reproduce"),
+        "{text}"
+    );
+    assert!(text.contains("gives `pass`"), "{text}");
+    assert!(!out.exists());
+}
+
+#[test]
+fn from_fuzz_refuses_bad_input_with_exit_2() {
+    let tmp = tempfile::tempdir().unwrap();
+    let missing = tmp.path().join("no-such-artifact");
+    let (code, text) = pimdiff(&[
+        "from-fuzz".as_ref(),
+        missing.as_os_str(),
+        "--target".as_ref(),
+        "conv_lowering".as_ref(),
+        tmp.path().join("o").as_os_str(),
+    ]);
+    assert_eq!(code, 2, "{text}");
+    assert!(text.contains("cannot read the fuzz artifact"), "{text}");
+    let artifact = seed_path("conv_lowering", "seed-zeros-64");
+    let (code, text) = pimdiff(&[
+        "from-fuzz".as_ref(),
+        artifact.as_os_str(),
+        "--target".as_ref(),
+        "conv_lowering".as_ref(),
+        tmp.path().as_os_str(),
+    ]);
+    assert_eq!(code, 2, "{text}");
+    assert!(text.contains("already exists"), "{text}");
+    let (code, text) = pimdiff(&[
+        "from-fuzz".as_ref(),
+        artifact.as_os_str(),
+        "--target".as_ref(),
+        "interp".as_ref(),
+        tmp.path().join("o").as_os_str(),
+    ]);
+    assert_eq!(code, 2, "{text}");
+    assert!(text.contains("invalid value 'interp'"), "{text}");
+}
