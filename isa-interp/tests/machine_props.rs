@@ -168,17 +168,19 @@ fn build(cores: usize, actions: &[Action]) -> Vec<Vec<Inst>> {
     s
 }
 
-/// Everything observable after a run.
-fn final_state(
-    m: &Machine<'_>,
-) -> (
+/// Everything observable after a run: local memories, registers, events, global memory,
+/// NoC bytes, overflow count.
+type State = (
     Vec<Vec<u8>>,
     Vec<[i32; 32]>,
     Vec<[i32; 32]>,
     Vec<u8>,
     u64,
     u64,
-) {
+);
+
+/// Everything observable after a run.
+fn final_state(m: &Machine<'_>) -> State {
     let n = m.cores();
     (
         (0..n).map(|c| m.lmem(c).to_vec()).collect(),

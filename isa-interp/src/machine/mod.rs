@@ -314,8 +314,7 @@ impl<'p> Machine<'p> {
             if let Some(rng) = rng.as_mut() {
                 order.shuffle(rng);
             }
-            for k in 0..n {
-                let i = order[k];
+            for &i in &order {
                 if self.is_finished(i) {
                     continue;
                 }
@@ -353,10 +352,12 @@ impl<'p> Machine<'p> {
                     executed: sh.stats.instructions,
                 });
             }
-            let before = self
-                .trace
-                .is_some()
-                .then(|| (core.regs, core.ibiw, core.obiw));
+            // Only copied when tracing: this is the interpreter's hot loop.
+            let before = if self.trace.is_some() {
+                Some((core.regs, core.ibiw, core.obiw))
+            } else {
+                None
+            };
             match step(core, i as u32, inst, sh, xb) {
                 Ok(Step::Done) => {
                     if let (Some(trace), Some(before)) = (self.trace.as_mut(), before) {
