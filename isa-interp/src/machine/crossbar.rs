@@ -193,52 +193,53 @@ impl CoreXbars {
         arch: &Arch,
         fill: CellFill,
     ) -> Result<GroupView<'_>, FaultKind> {
-        let (first, count) =
-            match &self.source {
-                Source::Export(groups) => {
-                    let g = groups.get(&group).ok_or_else(|| FaultKind::UnknownGroup {
-                        group,
-                        reason: format!("the crossbar export of core {core} does not list it"),
-                    })?;
-                    return Ok(GroupView {
-                        rows: g.rows,
-                        cols: g.cols,
-                        dense: Some(&g.dense),
-                        col0: 0,
-                        min: g.min,
-                        max: g.max,
-                    });
-                }
-                Source::None => return Err(FaultKind::UnknownGroup {
+        let (first, count) = match &self.source {
+            Source::Export(groups) => {
+                let g = groups.get(&group).ok_or_else(|| FaultKind::UnknownGroup {
+                    group,
+                    reason: format!("the crossbar export of core {core} does not list it"),
+                })?;
+                return Ok(GroupView {
+                    rows: g.rows,
+                    cols: g.cols,
+                    dense: Some(&g.dense),
+                    col0: 0,
+                    min: g.min,
+                    max: g.max,
+                });
+            }
+            Source::None => {
+                return Err(FaultKind::UnknownGroup {
                     group,
                     reason: format!(
                         "core {core} has no crossbar export and the program has no array group map"
                     ),
-                }),
-                Source::Map(groups) => {
-                    *groups
-                        .get(group as usize)
-                        .ok_or_else(|| FaultKind::UnknownGroup {
-                            group,
-                            reason: format!(
-                                "core {core}'s array_group_map lists {} groups",
-                                groups.len()
-                            ),
-                        })?
+                })
+            }
+            Source::Map(groups) => {
+                *groups
+                    .get(group as usize)
+                    .ok_or_else(|| FaultKind::UnknownGroup {
+                        group,
+                        reason: format!(
+                            "core {core}'s array_group_map lists {} groups",
+                            groups.len()
+                        ),
+                    })?
+            }
+            Source::Count => {
+                if group == 0 || group > arch.arrays_per_core {
+                    return Err(FaultKind::UnknownGroup {
+                        group,
+                        reason: format!(
+                            "as an array count it must be 1..={} (arrays_per_core)",
+                            arch.arrays_per_core
+                        ),
+                    });
                 }
-                Source::Count => {
-                    if group == 0 || group > arch.arrays_per_core {
-                        return Err(FaultKind::UnknownGroup {
-                            group,
-                            reason: format!(
-                                "as an array count it must be 1..={} (arrays_per_core)",
-                                arch.arrays_per_core
-                            ),
-                        });
-                    }
-                    (0, group)
-                }
-            };
+                (0, group)
+            }
+        };
         let synth = self
             .synth
             .get_or_insert_with(|| build_synth(core, arch, fill));
