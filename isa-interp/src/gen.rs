@@ -268,21 +268,13 @@ pub fn inst_from(u: &mut Unstructured<'_>, cores: u32, config: &GenConfig) -> Re
             offset: d.offset_value(u)?,
         },
         Opcode::Sadd | Opcode::Ssub | Opcode::Smul => Inst::Scalar {
-            op: match op {
-                Opcode::Sadd => ScalarOp::Add,
-                Opcode::Ssub => ScalarOp::Sub,
-                _ => ScalarOp::Mul,
-            },
+            op: ScalarOp::from_opcode(op).expect("a scalar opcode"),
             rd: d.reg(u)?,
             rs1: d.reg(u)?,
             rs2: d.reg(u)?,
         },
         Opcode::Saddi | Opcode::Smuli => Inst::ScalarImm {
-            op: if op == Opcode::Saddi {
-                ScalarImmOp::Add
-            } else {
-                ScalarImmOp::Mul
-            },
+            op: ScalarImmOp::from_opcode(op).expect("a scalar-immediate opcode"),
             rd: d.reg(u)?,
             rs1: d.reg(u)?,
             imm: d.imm(u)?,
@@ -307,17 +299,7 @@ pub fn inst_from(u: &mut Unstructured<'_>, cores: u32, config: &GenConfig) -> Re
         | Opcode::Vvsra
         | Opcode::Vrsu
         | Opcode::Vrsl => Inst::BinVec {
-            op: match op {
-                Opcode::Vvadd => BinVecOp::Vvadd,
-                Opcode::Vvsub => BinVecOp::Vvsub,
-                Opcode::Vvmul => BinVecOp::Vvmul,
-                Opcode::Vvdmul => BinVecOp::Vvdmul,
-                Opcode::Vvmax => BinVecOp::Vvmax,
-                Opcode::Vvsll => BinVecOp::Vvsll,
-                Opcode::Vvsra => BinVecOp::Vvsra,
-                Opcode::Vrsu => BinVecOp::Vrsu,
-                _ => BinVecOp::Vrsl,
-            },
+            op: BinVecOp::from_opcode(op).expect("a binary vector opcode"),
             rd: d.reg(u)?,
             rs1: d.reg(u)?,
             rs2: d.reg(u)?,
@@ -325,11 +307,7 @@ pub fn inst_from(u: &mut Unstructured<'_>, cores: u32, config: &GenConfig) -> Re
             offset: d.offset(u)?,
         },
         Opcode::Vrelu | Opcode::Vtanh | Opcode::Vsigm => Inst::UnVec {
-            op: match op {
-                Opcode::Vrelu => UnVecOp::Vrelu,
-                Opcode::Vtanh => UnVecOp::Vtanh,
-                _ => UnVecOp::Vsigm,
-            },
+            op: UnVecOp::from_opcode(op).expect("a unary vector opcode"),
             rd: d.reg(u)?,
             rs1: d.reg(u)?,
             len: d.size(u)?,
@@ -349,11 +327,7 @@ pub fn inst_from(u: &mut Unstructured<'_>, cores: u32, config: &GenConfig) -> Re
             len: d.size(u)?,
         },
         Opcode::Ld | Opcode::St | Opcode::Lmv => Inst::Mem {
-            op: match op {
-                Opcode::Ld => MemOp::Ld,
-                Opcode::St => MemOp::St,
-                _ => MemOp::Lmv,
-            },
+            op: MemOp::from_opcode(op).expect("a memory opcode"),
             rd: d.reg(u)?,
             rs1: d.reg(u)?,
             size: d.size(u)?,

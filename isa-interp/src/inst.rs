@@ -308,6 +308,31 @@ impl fmt::Display for Opcode {
     }
 }
 
+/// Opcode → sub-op for the variants that group several opcodes. One mapping, used by every
+/// reader and generator, so a new opcode cannot be mapped differently in two places.
+macro_rules! sub_op_from_opcode {
+    ($ty:ident { $($opcode:ident => $variant:ident),+ $(,)? }) => {
+        impl $ty {
+            /// The sub-op an opcode selects, `None` for opcodes of another shape.
+            pub fn from_opcode(op: Opcode) -> Option<$ty> {
+                match op {
+                    $(Opcode::$opcode => Some($ty::$variant),)+
+                    _ => None,
+                }
+            }
+        }
+    };
+}
+
+sub_op_from_opcode!(ScalarOp { Sadd => Add, Ssub => Sub, Smul => Mul });
+sub_op_from_opcode!(ScalarImmOp { Saddi => Add, Smuli => Mul });
+sub_op_from_opcode!(BinVecOp {
+    Vvadd => Vvadd, Vvsub => Vvsub, Vvmul => Vvmul, Vvdmul => Vvdmul, Vvmax => Vvmax,
+    Vvsll => Vvsll, Vvsra => Vvsra, Vrsu => Vrsu, Vrsl => Vrsl,
+});
+sub_op_from_opcode!(UnVecOp { Vrelu => Vrelu, Vtanh => Vtanh, Vsigm => Vsigm });
+sub_op_from_opcode!(MemOp { Ld => Ld, St => St, Lmv => Lmv });
+
 impl Inst {
     pub fn opcode(&self) -> Opcode {
         match *self {
@@ -364,6 +389,31 @@ mod tests {
     #[test]
     fn inst_is_compact() {
         assert!(std::mem::size_of::<Inst>() <= 20, "{}", std::mem::size_of::<Inst>());
+    }
+
+    #[test]
+    fn sub_ops_map_back_to_their_opcodes() {
+        let r = Reg::new(0).unwrap();
+        for op in Opcode::ALL {
+            if let Some(o) = ScalarOp::from_opcode(op) {
+                assert_eq!(Inst::Scalar { op: o, rd: r, rs1: r, rs2: r }.opcode(), op);
+            }
+            if let Some(o) = ScalarImmOp::from_opcode(op) {
+                assert_eq!(Inst::ScalarImm { op: o, rd: r, rs1: r, imm: 0 }.opcode(), op);
+            }
+            if let Some(o) = BinVecOp::from_opcode(op) {
+                let i = Inst::BinVec { op: o, rd: r, rs1: r, rs2: r, len: 0, offset: Offset::ZERO };
+                assert_eq!(i.opcode(), op);
+            }
+            if let Some(o) = UnVecOp::from_opcode(op) {
+                let i = Inst::UnVec { op: o, rd: r, rs1: r, len: 0, offset: Offset::ZERO };
+                assert_eq!(i.opcode(), op);
+            }
+            if let Some(o) = MemOp::from_opcode(op) {
+                let i = Inst::Mem { op: o, rd: r, rs1: r, size: 0, offset: Offset::ZERO };
+                assert_eq!(i.opcode(), op);
+            }
+        }
     }
 
     #[test]

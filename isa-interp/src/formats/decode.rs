@@ -205,26 +205,16 @@ fn decode_op(op: Opcode, raw: &RawInst) -> R<Inst> {
             offset: f.offset_value()?,
         },
         Opcode::Sadd | Opcode::Ssub | Opcode::Smul => {
-            let op = match op {
-                Opcode::Sadd => ScalarOp::Add,
-                Opcode::Ssub => ScalarOp::Sub,
-                _ => ScalarOp::Mul,
-            };
             Inst::Scalar {
-                op,
+                op: ScalarOp::from_opcode(op).expect("a scalar opcode"),
                 rd: f.reg(Rd)?,
                 rs1: f.reg(Rs1)?,
                 rs2: f.reg(Rs2)?,
             }
         }
         Opcode::Saddi | Opcode::Smuli => {
-            let op = if op == Opcode::Saddi {
-                ScalarImmOp::Add
-            } else {
-                ScalarImmOp::Mul
-            };
             Inst::ScalarImm {
-                op,
+                op: ScalarImmOp::from_opcode(op).expect("a scalar-immediate opcode"),
                 rd: f.reg(Rd)?,
                 rs1: f.reg(Rs1)?,
                 imm: f.imm32(Imm)?,
@@ -250,7 +240,7 @@ fn decode_op(op: Opcode, raw: &RawInst) -> R<Inst> {
         | Opcode::Vvsra
         | Opcode::Vrsu
         | Opcode::Vrsl => Inst::BinVec {
-            op: bin_vec_op(op),
+            op: BinVecOp::from_opcode(op).expect("a binary vector opcode"),
             rd: f.reg(Rd)?,
             rs1: f.reg(Rs1)?,
             rs2: f.reg(Rs2)?,
@@ -258,11 +248,7 @@ fn decode_op(op: Opcode, raw: &RawInst) -> R<Inst> {
             offset: f.offset()?,
         },
         Opcode::Vrelu | Opcode::Vtanh | Opcode::Vsigm => Inst::UnVec {
-            op: match op {
-                Opcode::Vrelu => UnVecOp::Vrelu,
-                Opcode::Vtanh => UnVecOp::Vtanh,
-                _ => UnVecOp::Vsigm,
-            },
+            op: UnVecOp::from_opcode(op).expect("a unary vector opcode"),
             rd: f.reg(Rd)?,
             rs1: f.reg(Rs1)?,
             len: f.u32(Len)?,
@@ -282,11 +268,9 @@ fn decode_op(op: Opcode, raw: &RawInst) -> R<Inst> {
             len: f.u32(Len)?,
         },
         Opcode::Ld | Opcode::St | Opcode::Lmv => {
-            let (mem_op, canonical) = match op {
-                Opcode::Ld => (MemOp::Ld, Size),
-                Opcode::St => (MemOp::St, Size),
-                _ => (MemOp::Lmv, Len),
-            };
+            let mem_op = MemOp::from_opcode(op).expect("a memory opcode");
+            // `lmv` spells its byte count `len`, `ld`/`st` spell it `size`.
+            let canonical = if mem_op == MemOp::Lmv { Len } else { Size };
             Inst::Mem {
                 op: mem_op,
                 rd: f.reg(Rd)?,
@@ -327,20 +311,6 @@ fn decode_op(op: Opcode, raw: &RawInst) -> R<Inst> {
             core: f.u32(Core)?,
         },
     })
-}
-
-fn bin_vec_op(op: Opcode) -> BinVecOp {
-    match op {
-        Opcode::Vvadd => BinVecOp::Vvadd,
-        Opcode::Vvsub => BinVecOp::Vvsub,
-        Opcode::Vvmul => BinVecOp::Vvmul,
-        Opcode::Vvdmul => BinVecOp::Vvdmul,
-        Opcode::Vvmax => BinVecOp::Vvmax,
-        Opcode::Vvsll => BinVecOp::Vvsll,
-        Opcode::Vvsra => BinVecOp::Vvsra,
-        Opcode::Vrsu => BinVecOp::Vrsu,
-        _ => BinVecOp::Vrsl,
-    }
 }
 
 /// Typed accessors over a [`RawInst`]; each names its field in errors.
