@@ -397,7 +397,7 @@ fn candidates(family: Family, case: &Case) -> Vec<(String, Case)> {
                             take(&case.weight, 0, &keep_out),
                             case.bias
                                 .as_ref()
-                                .map(|b| Array1::from_iter(keep_out.iter().map(|&i| b[i]))),
+                                .map(|b| b.select(Axis(0), &keep_out)),
                         ),
                     );
                 }
@@ -420,7 +420,7 @@ fn candidates(family: Family, case: &Case) -> Vec<(String, Case)> {
                                 take(&case.weight, 0, &keep_out),
                                 case.bias
                                     .as_ref()
-                                    .map(|b| Array1::from_iter(keep_out.iter().map(|&j| b[j]))),
+                                    .map(|b| b.select(Axis(0), &keep_out)),
                             ),
                         );
                     }
@@ -443,7 +443,7 @@ fn candidates(family: Family, case: &Case) -> Vec<(String, Case)> {
                                 take(&case.weight, 0, &keep),
                                 case.bias
                                     .as_ref()
-                                    .map(|b| Array1::from_iter(keep.iter().map(|&j| b[j]))),
+                                    .map(|b| b.select(Axis(0), &keep)),
                             ),
                         );
                     }
