@@ -1,4 +1,4 @@
-//! Harness figures (issue 5 §6, §7). A plain `main` (no criterion) that prints:
+//! Harness figures. A plain `main` (no criterion) that prints:
 //!
 //! * `throughput`: cases per second of generate + `check_case` on the default generator with
 //!   the in-repo compiler, on one thread and with rayon on every core;
@@ -13,10 +13,12 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use pimdiff::driver::{check_case, CompilerUnderTest, RunConfig};
+use pimdiff::check::{check_case, RunConfig};
+use pimdiff::compilers::mutated::BugClass;
+use pimdiff::compilers::CompilerUnderTest;
 use pimdiff::generate::{case_from_seed, describe_case, GenConfig};
-use pimdiff::minimize::{case_size, minimize, MinimizeConfig};
-use pimdiff::mutate::{first_detection, BugClass};
+use pimdiff::hunt::detection::first_detection;
+use pimdiff::shrink::{case_size, minimize, MinimizeConfig};
 use rayon::prelude::*;
 
 /// Seed streams are this far apart, so they never overlap in a bench run.
@@ -89,7 +91,10 @@ fn minimize_times() {
             println!("| {bug} | not detected | | |");
             continue;
         };
-        let cfg = RunConfig::with_compiler(CompilerUnderTest::Mutated(bug));
+        let cfg = RunConfig::with_compiler(CompilerUnderTest::Mutated(
+            bug,
+            pimdiff_compiler::Lowering::Channel,
+        ));
         let start = Instant::now();
         let m = minimize(
             &found.case,
@@ -128,7 +133,10 @@ fn bug_table(streams: usize) {
         };
         let (sig, sizes, small) = match found.iter().flatten().next() {
             Some(d) => {
-                let cfg = RunConfig::with_compiler(CompilerUnderTest::Mutated(bug));
+                let cfg = RunConfig::with_compiler(CompilerUnderTest::Mutated(
+                    bug,
+                    pimdiff_compiler::Lowering::Channel,
+                ));
                 let m = minimize(
                     &d.case,
                     &cfg,

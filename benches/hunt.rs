@@ -1,4 +1,4 @@
-//! Hunt throughput (issue 5 §7): cases per second of `pimdiff hunt` on the default generator
+//! Hunt throughput: cases per second of `pimdiff hunt` on the default generator
 //! with the in-repo compiler, with 1 and 2 worker threads. Target: at least 2,000 cases/s
 //! with both cores.
 //!
@@ -13,10 +13,10 @@
 
 use std::time::Duration;
 
-use pimdiff::driver::RunConfig;
+use pimdiff::check::RunConfig;
 use pimdiff::generate::GenConfig;
 use pimdiff::hunt::{run_hunt, HuntConfig, HuntControl, Limit, Shard};
-use pimdiff::minimize::MinimizeConfig;
+use pimdiff::shrink::MinimizeConfig;
 
 fn main() {
     // `cargo bench` passes `--bench`; `cargo test --benches` runs this once as a smoke test.
@@ -38,6 +38,7 @@ fn main() {
                 time_budget: Duration::from_secs(10),
                 ..MinimizeConfig::default()
             },
+            max_unsupported: None,
             out: tmp.path().join(name),
         };
         run_hunt(&cfg, &HuntControl::default()).expect("the hunt runs")

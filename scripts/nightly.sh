@@ -16,6 +16,10 @@
 #   --corpus         where each target's growing corpus lives (default: fuzz/corpus-nightly;
 #                    CI caches it); the committed seeds fuzz/corpus/<target> are read too
 #   --targets        the fuzz targets to consider (default: all five)
+#   --pimcomp-duration  how long EACH PIMCOMP-NN pipeline is hunted (`pimdiff hunt --target
+#                    pimcomp-nn --mode batch|element`; default 10m; 0 skips). The compiler is
+#                    built by scripts/build-pimcomp.sh (needs the source tarball: PIMDIFF_SHARED
+#                    or PIMCOMP_NN_SRC); without it the step says so and is skipped
 #   --inject-bug C   check the in-repo compiler with the injected miscompilation C (e.g.
 #                    missing-bias) everywhere: an end-to-end check that findings are found,
 #                    converted and summarized
@@ -31,6 +35,7 @@ repo=$(pwd)
 
 duration=10m
 fuzz_duration=5m
+pimcomp_duration=10m
 out=""
 seed=$(date -u +%Y%m%d)
 shard=0/1
@@ -44,6 +49,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --duration) duration=${2:?}; shift 2 ;;
     --fuzz-duration) fuzz_duration=${2:?}; shift 2 ;;
+    --pimcomp-duration) pimcomp_duration=${2:?}; shift 2 ;;
     --out) out=${2:?}; shift 2 ;;
     --seed) seed=${2:?}; shift 2 ;;
     --shard) shard=${2:?}; shift 2 ;;
@@ -71,7 +77,9 @@ to_seconds() {
 shard_i=${shard%/*}
 shard_n=${shard#*/}
 [ "$shard_n" -ge 1 ] && [ "$shard_i" -lt "$shard_n" ] || die "--shard '$shard' needs 0 <= i < n"
+[[ "$pimcomp_duration" =~ ^[0-9]+[smh]?$ ]] || die "--pimcomp-duration '$pimcomp_duration' is not like 90s, 10m or 2h"
 hunt_secs=$(to_seconds "$duration")
+pimcomp_secs=$(to_seconds "$pimcomp_duration")
 fuzz_secs=$(to_seconds "$fuzz_duration")
 
 [ -n "$out" ] || out="nightly-out/$(date -u +%Y%m%d-%H%M%S)-seed$seed-shard$shard_i"
@@ -124,6 +132,32 @@ if [ "$hunt_secs" -gt 0 ]; then
   fi
   if [ "$rc" = 1 ] && [ "$hunt_findings" = 0 ]; then hunt_findings=1; fi
   echo "   $hunt_status ($hunt_findings finding directories)"
+fi
+
+# ---------------------------------------------------------------------------------------------
+# 1b. PIMCOMP-NN itself: random networks through the real compiler, per pipeline.
+pimcomp_status="skipped (--pimcomp-duration 0)"
+pimcomp_findings=0
+if [ "$pimcomp_secs" -gt 0 ] && [ -z "$inject_bug" ]; then
+  if pimcomp_bin=$(scripts/build-pimcomp.sh 2>"$logs/build-pimcomp.log" | tail -1) && [ -x "$pimcomp_bin" ]; then
+    pimcomp_status="ran"
+    for mode in batch element; do
+      echo "== pimdiff hunt --target pimcomp-nn --mode $mode (${pimcomp_secs}s)"
+      "$pimdiff" hunt --target pimcomp-nn --mode "$mode" --pimcomp-bin "$pimcomp_bin" \
+        --seed "$seed" --shard "$shard_i/$shard_n" --duration "${pimcomp_secs}s" --minimize-time 60s \
+        --out "$out/pimcomp-$mode" --quiet >"$logs/pimcomp-$mode.log" 2>&1
+      rc=$?
+      case $rc in
+        0|1) ;;
+        *) pimcomp_status="error (exit $rc, see logs/pimcomp-$mode.log)"; infra_errors=$((infra_errors + 1)) ;;
+      esac
+      n=$(find "$out/pimcomp-$mode/findings" -mindepth 1 -maxdepth 1 -type d 2>/dev/null | wc -l)
+      pimcomp_findings=$((pimcomp_findings + n))
+      echo "   $n distinct finding(s)"
+    done
+  else
+    pimcomp_status="skipped: scripts/build-pimcomp.sh could not build PIMCOMP-NN (see logs/build-pimcomp.log)"
+  fi
 fi
 
 # ---------------------------------------------------------------------------------------------
@@ -242,6 +276,7 @@ fuzz_artifacts=$(( ${#converted[@]} + ${#unconverted[@]} ))
   echo "- commit: \`$(git rev-parse --short HEAD 2>/dev/null || echo unknown)\`"
   echo "- hunt: ${hunt_secs}s, $hunt_status; $hunt_findings finding directories under \`hunt/\`"
   echo "- fuzzing: ${fuzz_secs}s per target, $fuzz_status"
+  echo "- PIMCOMP-NN hunt: ${pimcomp_secs}s per pipeline, $pimcomp_status; $pimcomp_findings distinct finding(s) (\`pimcomp-batch/summary.md\`, \`pimcomp-element/summary.md\`)"
   [ -z "$inject_bug" ] || echo "- compiler: in-repo with the injected bug \`$inject_bug\` (--inject-bug)"
   [ ! -f "$out/hunt/summary.md" ] || echo "- the hunt's own summary: \`hunt/summary.md\`"
   echo
@@ -286,7 +321,7 @@ fuzz_artifacts=$(( ${#converted[@]} + ${#unconverted[@]} ))
 echo "== summary: $out/summary.md"
 cat "$out/summary.md"
 
-if [ "$hunt_findings" -gt 0 ] || [ "$fuzz_artifacts" -gt 0 ]; then
+if [ "$hunt_findings" -gt 0 ] || [ "$fuzz_artifacts" -gt 0 ] || [ "$pimcomp_findings" -gt 0 ]; then
   exit 1
 fi
 if [ "$infra_errors" -gt 0 ]; then

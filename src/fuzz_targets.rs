@@ -28,20 +28,23 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, OnceLock};
 
 use arbitrary::{Arbitrary, Unstructured};
+use pimdiff_compiler::Lowering;
 use pimdiff_isa::formats;
 use pimdiff_isa::machine::{CellFill, Machine, MachineOptions, RunOutcome, Schedule};
 use pimdiff_isa::{Arch, ArrayGroup, CoreCrossbars, CrossbarExport, Program};
 use pimdiff_oracle::io::read_case;
 use pimdiff_oracle::Case;
 
-use crate::driver::{check_case, CompilerUnderTest, RunConfig};
+use crate::check::{check_case, RunConfig};
+use crate::compilers::mutated::BugClass;
+use crate::compilers::CompilerUnderTest;
 use crate::generate::{case_from_unstructured, GenConfig};
-use crate::mutate::BugClass;
-use crate::report::render_report;
+use crate::triage::report::render_report;
 
 /// The two targets whose input is a case, as `pimdiff from-fuzz --target` names them.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-#[value(rename_all = "snake_case")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
+#[cfg_attr(feature = "cli", value(rename_all = "snake_case"))]
 pub enum LoweringTarget {
     /// conv2d cases (`fuzz/fuzz_targets/conv_lowering.rs`).
     ConvLowering,
@@ -263,7 +266,7 @@ pub fn lowering_case(target: LoweringTarget, data: &[u8]) -> Option<Case> {
 }
 
 /// The environment variable that makes the lowering targets check the in-repo compiler with
-/// an injected miscompilation ([`crate::mutate::BugClass`] names, e.g. `missing-bias`): a
+/// an injected miscompilation ([`crate::compilers::mutated::BugClass`] names, e.g. `missing-bias`): a
 /// quick proof that a fuzzing set-up finds and records bugs. Convert its artifacts with
 /// `pimdiff from-fuzz ... --inject-bug <the same name>`.
 pub const INJECT_BUG_ENV: &str = "PIMDIFF_FUZZ_INJECT_BUG";
@@ -279,7 +282,9 @@ pub fn lowering_run_config() -> &'static RunConfig {
     static CONFIG: OnceLock<RunConfig> = OnceLock::new();
     CONFIG.get_or_init(|| match std::env::var(INJECT_BUG_ENV) {
         Ok(name) if !name.is_empty() => match BugClass::from_name(&name) {
-            Some(bug) => RunConfig::with_compiler(CompilerUnderTest::Mutated(bug)),
+            Some(bug) => {
+                RunConfig::with_compiler(CompilerUnderTest::Mutated(bug, Lowering::Channel))
+            }
             None => {
                 let known: Vec<&str> = BugClass::ALL.iter().map(|b| b.name()).collect();
                 panic!(

@@ -1,16 +1,35 @@
 //! pimdiff: the differential-testing harness for crossbar compilers.
 //!
-//! The CLI (`src/main.rs`) is a thin caller of this library.
+//! The modules follow one turn of the loop, in order:
+//!
+//! | stage | module | what it does |
+//! |---|---|---|
+//! | generate | [`generate`] | random valid cases (seed, proptest, `arbitrary`), edge-biased |
+//! | compile | [`compilers`] | the compilers under test: in-repo, external command, injected bug |
+//! | check | [`check`] | case → compiler → interpreter → output, case → oracle; exact comparison, outcomes |
+//! | shrink | [`shrink`] | signature-preserving minimization of a failing case |
+//! | triage | [`triage`] | what a person reads about a finding: reports |
+//! | keep | [`corpus`] | findings and regression entries on disk (atomic), replay |
+//! | hunt | [`hunt`] | sharded, parallel, interruptible, reproducible campaigns |
+//!
+//! [`interop`] writes and reads a case in its users' formats (ONNX, MLIR, a standalone
+//! `check.py`). [`pimcomp`] checks a third-party compiler's real programs (PIMCOMP-NN's, with
+//! their side tables) bit for bit against a wrap-8 reference of the whole network.
+//!
+//! [`fuzz_targets`] holds the bodies of the cargo-fuzz targets and [`cli`] the subcommands;
+//! both are thin callers of the stages. The CLI binary (`src/main.rs`) is a thin caller of
+//! [`cli`].
 
+pub mod check;
+#[cfg(feature = "cli")]
 pub mod cli;
-pub mod fuzz_targets;
+pub mod compilers;
 pub mod corpus;
-pub mod hunt;
-pub mod compare;
-pub mod driver;
-pub mod external;
+pub mod fuzz_targets;
 pub mod generate;
-pub mod minimize;
-pub mod mutate;
-pub mod outcome;
-pub mod report;
+pub mod hunt;
+pub mod interop;
+pub mod pimcomp;
+pub mod pimcomp_hunt;
+pub mod shrink;
+pub mod triage;

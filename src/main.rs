@@ -24,8 +24,14 @@ enum Command {
     Oracle(cli::oracle::Args),
     /// Write a valid random case directory.
     NewCase(cli::new_case::Args),
-    /// Compile a case with the in-repo channel-wise compiler into a bundle.
+    /// Compile a case with the in-repo compiler (channel- or pixel-wise) into a bundle.
     Compile(cli::compile::Args),
+    /// Write model.onnx, op.mlir and check.py into an existing case directory.
+    Export(cli::export::Args),
+    /// Turn a one-operator ONNX model into a case directory.
+    ImportOnnx(cli::import_onnx::Args),
+    /// Measure the channel-wise lowering against the pixel-wise one on ResNet-18's layers.
+    Lowerings(cli::lowerings::Args),
     /// Recompile and rerun a saved case; compare with the oracle.
     Repro(cli::repro::Args),
     /// Replay every case directory given (a corpus) and summarize.
@@ -34,6 +40,8 @@ enum Command {
     Hunt(cli::hunt::Args),
     /// Turn a cargo-fuzz crash artifact into a minimized case directory.
     FromFuzz(cli::from_fuzz::Args),
+    /// Check a PIMCOMP-NN program and its side table bit for bit against a wrap-8 reference.
+    Pimcomp(cli::pimcomp::Args),
 }
 
 fn main() -> ExitCode {
@@ -41,7 +49,11 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => {
             let _ = e.print();
-            return if e.use_stderr() { cli::exit(cli::EXIT_BAD_INPUT) } else { cli::exit(cli::EXIT_OK) };
+            return if e.use_stderr() {
+                cli::exit(cli::EXIT_BAD_INPUT)
+            } else {
+                cli::exit(cli::EXIT_OK)
+            };
         }
     };
     let result: anyhow::Result<ExitCode> = match cli.command {
@@ -51,15 +63,19 @@ fn main() -> ExitCode {
         Command::Oracle(a) => cli::oracle::main(a),
         Command::NewCase(a) => cli::new_case::main(a),
         Command::Compile(a) => cli::compile::main(a),
+        Command::Export(a) => cli::export::main(a),
+        Command::ImportOnnx(a) => cli::import_onnx::main(a),
+        Command::Lowerings(a) => cli::lowerings::main(a),
         Command::Repro(a) => cli::repro::main(a),
         Command::Replay(a) => cli::replay::main(a),
         Command::Hunt(a) => cli::hunt::main(a),
         Command::FromFuzz(a) => cli::from_fuzz::main(a),
+        Command::Pimcomp(a) => cli::pimcomp::main(a),
     };
     match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", cli::errors::chain(&e));
             cli::exit(cli::EXIT_BAD_INPUT)
         }
     }

@@ -5,7 +5,10 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 fn pimdiff(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_pimdiff")).args(args).output().expect("spawn pimdiff")
+    Command::new(env!("CARGO_BIN_EXE_pimdiff"))
+        .args(args)
+        .output()
+        .expect("spawn pimdiff")
 }
 
 fn write(dir: &Path, name: &str, text: &str) -> String {
@@ -43,7 +46,13 @@ fn a_finished_program_exits_0_with_a_summary_and_dumps_its_state() {
     let prog = write(dir.path(), "ping.s", PING);
     let dump = dir.path().join("dump");
     let out = pimdiff(&["run", &prog, "--dump", dump.to_str().unwrap()]);
-    assert_eq!(out.status.code(), Some(0), "{}{}", stdout(&out), stderr(&out));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(&out),
+        stderr(&out)
+    );
     let text = stdout(&out);
     assert!(text.contains("instructions executed: 7"), "{text}");
     assert!(text.contains("outcome: finished"), "{text}");
@@ -53,7 +62,8 @@ fn a_finished_program_exits_0_with_a_summary_and_dumps_its_state() {
     assert_eq!(&gmem[16..], &[42, 42, 42, 42]);
     assert!(gmem[..16].iter().all(|&b| b == 0));
     let regs: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(dump.join("core_1.regs.json")).unwrap()).unwrap();
+        serde_json::from_str(&std::fs::read_to_string(dump.join("core_1.regs.json")).unwrap())
+            .unwrap();
     assert_eq!(regs["r"][3], 16);
     assert_eq!(regs["finished"], true);
     assert_eq!(regs["pc"], 4);
@@ -116,7 +126,10 @@ fn bad_input_exits_2_naming_the_culprit() {
     let out = pimdiff(&["run", &bad]);
     assert_eq!(out.status.code(), Some(2));
     let err = stderr(&out);
-    assert!(err.contains("core 0, instruction 0 (vvadd)") && err.contains("\"len\""), "{err}");
+    assert!(
+        err.contains("core 0, instruction 0 (vvadd)") && err.contains("\"len\""),
+        "{err}"
+    );
 
     let prog = write(dir.path(), "ping.s", PING);
     let out = pimdiff(&["run", &prog, "--mesh", "0x3"]);

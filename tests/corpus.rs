@@ -14,12 +14,13 @@
 
 use std::path::{Path, PathBuf};
 
+use pimdiff::check::{check_case, RunConfig};
+use pimdiff::compilers::mutated::BugClass;
+use pimdiff::compilers::CompilerUnderTest;
 use pimdiff::corpus::{self, replay, ExpectFile, Expectation};
-use pimdiff::driver::{check_case, CompilerUnderTest, RunConfig};
 use pimdiff::generate::{case_from_seed, GenConfig};
 use pimdiff::hunt::case_seed;
-use pimdiff::minimize::{case_size, minimize, MinimizeConfig};
-use pimdiff::mutate::BugClass;
+use pimdiff::shrink::{case_size, minimize, MinimizeConfig};
 use pimdiff_compiler::{compile, CompileOptions};
 use pimdiff_oracle::{Case, CaseArch, CaseSpec, Conv2d, Mvm, Op};
 
@@ -632,7 +633,10 @@ fn write_entry(dir: &Path, case: &Case, expect: ExpectFile) {
 
 /// The first case of the bug hunt that the bug turns into a finding, minimized.
 fn hunt_bug(bug: BugClass) -> (Case, String) {
-    let run = RunConfig::with_compiler(CompilerUnderTest::Mutated(bug));
+    let run = RunConfig::with_compiler(CompilerUnderTest::Mutated(
+        bug,
+        pimdiff_compiler::Lowering::Channel,
+    ));
     let cfg = GenConfig::default();
     for k in 0..20_000 {
         let case = case_from_seed(&cfg, case_seed(BUG_HUNT_SEED, k));
@@ -668,6 +672,7 @@ fn regenerate() {
             expect: Expectation::parse(recipe.expect).unwrap(),
             note: recipe.note.to_string(),
             mutation: None,
+            lowering: None,
         };
         write_entry(&corpus_dir().join(recipe.name), &case, expect);
     }
@@ -681,6 +686,7 @@ fn regenerate() {
                 bug.name()
             ),
             mutation: Some(bug.name().to_string()),
+            lowering: None,
         };
         write_entry(&corpus_dir().join("bugs").join(bug.name()), &case, expect);
     }

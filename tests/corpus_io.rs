@@ -4,12 +4,12 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use pimdiff::check::{check_case, RunConfig};
 use pimdiff::corpus::{
-    self, clean_temp_dirs, discover, read_entry_meta, replay, save_finding, AtomicDir, CorpusError,
-    ExpectFile, Expectation, ExpectationParseError, FindingMeta, MinimizationStats, Observed,
-    Origin,
+    self, clean_temp_dirs, discover, read_entry_meta, replay, save_finding, AtomicDir, Attachment,
+    CorpusError, ExpectFile, Expectation, ExpectationParseError, FindingMeta, MinimizationStats,
+    Observed, Origin,
 };
-use pimdiff::driver::{check_case, RunConfig};
 use pimdiff_oracle::io::{read_case, write_npy_atomic};
 
 fn corpus_case(name: &str) -> PathBuf {
@@ -203,6 +203,7 @@ fn a_saved_finding_round_trips() {
         outcome: "mismatch".into(),
         expect: Expectation::Pass,
         compiler: "test compiler".into(),
+        lowering: None,
         pimdiff_version: "0.1.0".into(),
         origin: Some(Origin {
             hunt_seed: 1,
@@ -210,6 +211,7 @@ fn a_saved_finding_round_trips() {
             case_seed: 3,
         }),
         generator: serde_json::json!({}),
+        schedule: None,
         minimization: Some(MinimizationStats {
             tried: 5,
             kept: 2,
@@ -217,9 +219,22 @@ fn a_saved_finding_round_trips() {
             minimized_size: 10,
             cut_short: false,
         }),
+        suspects: Vec::new(),
     };
     let dest = tmp.path().join("findings").join("001-x");
-    save_finding(&dest, &case, result.bundle.as_ref(), "# report\n", &meta).unwrap();
+    save_finding(
+        &dest,
+        &case,
+        result.bundle.as_ref(),
+        "# report\n",
+        &meta,
+        &[Attachment {
+            name: "note.txt",
+            bytes: b"attached".to_vec(),
+        }],
+    )
+    .unwrap();
+    assert_eq!(std::fs::read(dest.join("note.txt")).unwrap(), b"attached");
     assert_eq!(
         visible(&dest),
         [
@@ -229,6 +244,7 @@ fn a_saved_finding_round_trips() {
             "expected.npy",
             "finding.json",
             "input.npy",
+            "note.txt",
             "report.md",
             "weight.npy"
         ]
@@ -257,6 +273,7 @@ fn replay_compares_each_case_with_its_expectation() {
             expect: Expectation::Pass,
             note: String::new(),
             mutation: None,
+            lowering: None,
         },
     )
     .unwrap();

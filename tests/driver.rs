@@ -4,10 +4,11 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use pimdiff::driver::{check_case, CompilerUnderTest, RunConfig};
+use pimdiff::check::outcome::{Outcome, Signature};
+use pimdiff::check::{check_case, RunConfig};
+use pimdiff::compilers::CompilerUnderTest;
 use pimdiff::generate::{case_from_seed, GenConfig};
-use pimdiff::outcome::{Outcome, Signature};
-use pimdiff::report::render_report;
+use pimdiff::triage::report::render_report;
 use pimdiff_compiler::{compile, CompileOptions};
 use pimdiff_isa::bundle::Bundle;
 use pimdiff_oracle::Case;
@@ -37,8 +38,8 @@ fn compiling_case(template: &Path) -> Case {
 fn external(mode: &str, template: &Path, timeout: Duration) -> RunConfig {
     let command = format!(
         "TEMPLATE={} sh {} {mode} {{case}} {{out}}",
-        pimdiff::external::shell_quote(&template.to_string_lossy()),
-        pimdiff::external::shell_quote(&fixture().to_string_lossy())
+        pimdiff::compilers::external::shell_quote(&template.to_string_lossy()),
+        pimdiff::compilers::external::shell_quote(&fixture().to_string_lossy())
     );
     RunConfig {
         external_timeout: timeout,
@@ -112,7 +113,7 @@ fn external_compiler_contract() {
     };
     assert_eq!(check_case(&case, &cfg).outcome, Outcome::Pass);
     assert_eq!(
-        pimdiff::external::command_line(
+        pimdiff::compilers::external::command_line(
             "cc -o {out} {case}",
             Path::new("/t/c d"),
             Path::new("/t/it's")
@@ -156,7 +157,7 @@ fn external_compiler_contract() {
 }
 
 #[test]
-fn external_timeout_is_poisoned() {
+fn an_external_compiler_past_its_timeout_is_killed_and_is_a_timeout_finding() {
     let dir = tempfile::tempdir().unwrap();
     let template = dir.path().join("template");
     let case = compiling_case(&template);
@@ -170,16 +171,18 @@ fn external_timeout_is_poisoned() {
         start.elapsed() < Duration::from_secs(10),
         "the sleeping compiler was not killed"
     );
-    let Outcome::Poisoned { reason } = &outcome else {
-        panic!("{outcome:?}")
-    };
-    assert!(
-        reason.starts_with("the external compiler did not finish within 0.3 s (killed)"),
-        "{reason}"
+    assert_eq!(
+        outcome,
+        Outcome::Timeout {
+            stage: "compile".into(),
+            limit: Duration::from_millis(300)
+        }
     );
-    assert!(!outcome.is_finding());
-    assert_eq!(outcome.signature(), None);
-    assert_eq!(outcome.kind(), "poisoned");
+    assert!(outcome.is_finding());
+    assert_eq!(
+        outcome.signature().map(|s| s.to_string()).as_deref(),
+        Some("timeout: compile")
+    );
 }
 
 #[test]
@@ -194,7 +197,8 @@ fn describe_is_stable() {
     assert_eq!(
         CompilerUnderTest::InRepo(CompileOptions {
             skip_padding: false,
-            weight_skipping: false
+            weight_skipping: false,
+            ..CompileOptions::default()
         })
         .describe(),
         format!(
@@ -213,9 +217,12 @@ fn describe_is_stable() {
 
 #[test]
 fn report_of_an_injected_mismatch() {
-    use pimdiff::mutate::BugClass;
+    use pimdiff::compilers::mutated::BugClass;
     let gen = GenConfig::default();
-    let cfg = RunConfig::with_compiler(CompilerUnderTest::Mutated(BugClass::MissingBias));
+    let cfg = RunConfig::with_compiler(CompilerUnderTest::Mutated(
+        BugClass::MissingBias,
+        pimdiff_compiler::Lowering::Channel,
+    ));
     // The first seed the injected bug shows on, minimized so the snapshot stays small.
     let (case, result) = (0..)
         .map(|seed| {
@@ -226,11 +233,11 @@ fn report_of_an_injected_mismatch() {
         .find(|(_, r)| r.outcome.is_finding())
         .unwrap();
     let sig = result.outcome.signature().unwrap();
-    let small = pimdiff::minimize::minimize(
+    let small = pimdiff::shrink::minimize(
         &case,
         &cfg,
         &sig,
-        &pimdiff::minimize::MinimizeConfig::default(),
+        &pimdiff::shrink::MinimizeConfig::default(),
     );
     let result = check_case(&small.case, &cfg);
     insta::assert_snapshot!(render_report(&small.case, &result, &cfg));
@@ -239,7 +246,7 @@ fn report_of_an_injected_mismatch() {
 #[test]
 fn mismatch_classes() {
     use ndarray::{ArrayD, IxDyn};
-    use pimdiff::compare::compare;
+    use pimdiff::check::compare::compare;
     let oracle = ArrayD::<i32>::zeros(IxDyn(&[2, 3, 4, 4]));
     assert_eq!(compare(&oracle, &oracle), None);
 
@@ -355,10 +362,14 @@ fn outcome_kinds_and_findings() {
 
 #[test]
 fn report_of_an_injected_fault() {
-    use pimdiff::minimize::{minimize, MinimizeConfig};
-    use pimdiff::mutate::{first_detection, BugClass};
+    use pimdiff::compilers::mutated::BugClass;
+    use pimdiff::hunt::detection::first_detection;
+    use pimdiff::shrink::{minimize, MinimizeConfig};
     let found = first_detection(BugClass::WrongSendSize, &GenConfig::default(), 0, 2_000).unwrap();
-    let cfg = RunConfig::with_compiler(CompilerUnderTest::Mutated(BugClass::WrongSendSize));
+    let cfg = RunConfig::with_compiler(CompilerUnderTest::Mutated(
+        BugClass::WrongSendSize,
+        pimdiff_compiler::Lowering::Channel,
+    ));
     let small = minimize(
         &found.case,
         &cfg,

@@ -5,11 +5,12 @@ use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use pimdiff::driver::{CompilerUnderTest, RunConfig};
+use pimdiff::check::RunConfig;
+use pimdiff::compilers::mutated::BugClass;
+use pimdiff::compilers::CompilerUnderTest;
 use pimdiff::generate::GenConfig;
 use pimdiff::hunt::{run_hunt, HuntConfig, HuntControl, HuntError, HuntSummary, Limit, Shard};
-use pimdiff::minimize::MinimizeConfig;
-use pimdiff::mutate::BugClass;
+use pimdiff::shrink::MinimizeConfig;
 
 fn config(out: &Path, cases: u64, jobs: usize, shard: Shard) -> HuntConfig {
     HuntConfig {
@@ -18,11 +19,15 @@ fn config(out: &Path, cases: u64, jobs: usize, shard: Shard) -> HuntConfig {
         jobs,
         shard,
         generator: GenConfig::default(),
-        run: RunConfig::with_compiler(CompilerUnderTest::Mutated(BugClass::MissingBias)),
+        run: RunConfig::with_compiler(CompilerUnderTest::Mutated(
+            BugClass::MissingBias,
+            pimdiff_compiler::Lowering::Channel,
+        )),
         minimize: MinimizeConfig {
             time_budget: Duration::from_secs(30),
             ..MinimizeConfig::default()
         },
+        max_unsupported: None,
         out: out.to_path_buf(),
     }
 }
@@ -41,39 +46,87 @@ fn read_summary(out: &Path) -> HuntSummary {
     serde_json::from_str(&fs::read_to_string(out.join("summary.json")).unwrap()).unwrap()
 }
 
+/// Every file under `dir`, relative, with its bytes.
+fn tree(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                let rel = p.strip_prefix(dir).unwrap().to_string_lossy().into_owned();
+                out.push((rel, fs::read(&p).unwrap()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
 #[test]
 fn the_same_seed_gives_the_same_findings_whatever_the_thread_count() {
     let tmp = tempfile::tempdir().unwrap();
-    let (a, b) = (tmp.path().join("a"), tmp.path().join("b"));
-    let one = run_hunt(&config(&a, 300, 1, Shard::ALL), &HuntControl::default()).unwrap();
-    let two = run_hunt(&config(&b, 300, 2, Shard::ALL), &HuntControl::default()).unwrap();
+    let run = |jobs: usize| {
+        let out = tmp.path().join(format!("jobs{jobs}"));
+        let s = run_hunt(
+            &config(&out, 300, jobs, Shard::ALL),
+            &HuntControl::default(),
+        )
+        .unwrap();
+        (out, s)
+    };
+    let (a, one) = run(1);
     assert!(!one.findings.is_empty());
     assert_eq!(one.cases_run, 300);
-    assert_eq!(stable(&one), stable(&two));
     assert_eq!(stable(&read_summary(&a)), stable(&one));
-    // The saved cases are byte-identical.
-    for f in &one.findings {
-        for file in [
-            "case.json",
-            "input.npy",
-            "weight.npy",
-            "expected.npy",
-            "finding.json",
-            "report.md",
-        ] {
-            let x = fs::read(a.join(&f.dir).join(file)).unwrap();
-            let y = fs::read(b.join(&f.dir).join(file)).unwrap();
-            assert!(x == y, "{}/{file} differs between the runs", f.dir);
+    let files = tree(&a.join("findings"));
+    for jobs in [2, 4] {
+        let (b, many) = run(jobs);
+        assert_eq!(stable(&one), stable(&many), "{jobs} jobs");
+        // The same directories with byte-identical files (cases, bundles, reports, metadata).
+        let other = tree(&b.join("findings"));
+        let names = |t: &[(String, Vec<u8>)]| t.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>();
+        assert_eq!(names(&files), names(&other), "{jobs} jobs");
+        for ((name, x), (_, y)) in files.iter().zip(&other) {
+            assert!(x == y, "{name} differs between 1 and {jobs} jobs");
         }
     }
-    // Findings are numbered in order of their first case, and each is its signature's first.
+    // Findings are numbered in order of their first case, and the directories saved during
+    // the sweep (k<index>-...) were replaced.
     let indices: Vec<u64> = one.findings.iter().map(|f| f.case_index).collect();
     let mut sorted = indices.clone();
     sorted.sort();
     assert_eq!(indices, sorted);
     assert!(one.findings[0].dir.starts_with("findings/001-mismatch-"));
+    let dirs: Vec<String> = fs::read_dir(a.join("findings"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(dirs.len(), one.findings.len(), "{dirs:?}");
+    assert!(
+        dirs.iter()
+            .all(|d| !d.starts_with('k') && !d.starts_with('.')),
+        "{dirs:?}"
+    );
+    for f in &one.findings {
+        assert!(
+            f.triaged && f.occurrences >= 1 && !f.buckets.is_empty(),
+            "{f:?}"
+        );
+    }
+    // Every failing case is counted by exactly one finding.
+    let total: u64 = one.findings.iter().map(|f| f.occurrences).sum();
+    let failing: u64 = one
+        .outcomes
+        .iter()
+        .filter(|(kind, _)| !["pass", "unsupported"].contains(&kind.as_str()))
+        .map(|(_, n)| *n)
+        .sum();
+    assert_eq!(total, failing, "{:?}", one.outcomes);
     let md = fs::read_to_string(a.join("summary.md")).unwrap();
-    assert!(md.contains("## Unique findings:"), "{md}");
+    assert!(md.contains("## Findings: "), "{md}");
 }
 
 #[test]

@@ -1,31 +1,95 @@
 //! The hunt's scheduling, independent of any compiler: case seeds, shards, durations and the
-//! parallel sweep (determinism, shard disjointness and union, stopping).
+//! parallel sweep (determinism, shard disjointness and union, hung cases, stopping).
 
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Mutex;
-use std::time::Duration;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
+use pimdiff::check::{Stage, StageClock};
 use pimdiff::hunt::{
-    case_seed, parse_duration, sweep, DurationError, Limit, Observation, Shard, ShardError,
+    case_seed, parse_duration, sweep, Checker, DurationError, Limit, Observation, Shard,
+    ShardError, Sweep, SweepConfig, SweepEnd,
 };
 
-fn pool(threads: usize) -> rayon::ThreadPool {
-    rayon::ThreadPoolBuilder::new()
-        .num_threads(threads)
-        .build()
-        .unwrap()
+/// A fake checker: every 7th index is a finding whose signature is `k % 3`; every 11th is
+/// unsupported (reason by `k % 2`); indices for which `hangs` holds never finish.
+fn fake(hangs: fn(u64) -> bool) -> Checker<u64> {
+    Arc::new(move |k, clock: &StageClock| {
+        clock.enter(Stage::Run);
+        if hangs(k) {
+            loop {
+                std::thread::sleep(Duration::from_secs(1));
+            }
+        }
+        let obs = match (k % 7, k % 11) {
+            (3, _) => Observation {
+                kind: "mismatch",
+                signature: Some(k % 3),
+                decline_reason: None,
+            },
+            (_, 0) => Observation {
+                kind: "unsupported",
+                signature: None,
+                decline_reason: Some(format!("reason {}", k % 2)),
+            },
+            _ => Observation::of_kind("pass"),
+        };
+        clock.finish();
+        obs
+    })
 }
 
-/// A fake checker: every 7th index is a finding whose signature is `k % 3`; every 11th is
-/// unsupported; the rest pass.
-fn fake(k: u64) -> Observation<u64> {
-    let (kind, signature) = match (k % 7, k % 11) {
-        (3, _) => ("mismatch", Some(k % 3)),
-        (_, 0) => ("unsupported", None),
-        _ => ("pass", None),
-    };
-    Observation { kind, signature }
+fn never(_: u64) -> bool {
+    false
+}
+
+fn config(limit: Limit, shard: Shard, jobs: usize) -> SweepConfig {
+    SweepConfig {
+        limit,
+        shard,
+        jobs,
+        deadline: None,
+        deadline_with_findings: None,
+        max_stuck: 8,
+        grace: Duration::from_millis(200),
+    }
+}
+
+/// Sweeps with the fake checker; a stage running longer than `limit` is stuck.
+fn run(
+    cfg: &SweepConfig,
+    stop: &AtomicBool,
+    hangs: fn(u64) -> bool,
+    limit: Duration,
+) -> Sweep<u64> {
+    sweep(
+        cfg,
+        stop,
+        fake(hangs),
+        |c: &StageClock| {
+            c.current()
+                .filter(|&(_, e)| e > limit)
+                .map(|(s, _)| (s, limit))
+        },
+        |_, _| Observation {
+            kind: "timeout",
+            signature: Some(99),
+            decline_reason: None,
+        },
+        |_| {},
+    )
+}
+
+/// The parts of a sweep that must not depend on timing.
+fn stable(s: &Sweep<u64>) -> impl PartialEq + std::fmt::Debug {
+    (
+        s.cases_run,
+        s.counts.clone(),
+        s.decline_reasons.clone(),
+        s.firsts.clone(),
+        s.end,
+    )
 }
 
 #[test]
@@ -77,100 +141,146 @@ fn durations_parse() {
 #[test]
 fn a_sweep_does_not_depend_on_thread_count() {
     let stop = AtomicBool::new(false);
-    let one = sweep(
-        Limit::Cases(1000),
-        Shard::ALL,
-        &pool(1),
+    let limit = Duration::from_secs(60);
+    let one = run(
+        &config(Limit::Cases(1000), Shard::ALL, 1),
         &stop,
-        fake,
-        |_| {},
+        never,
+        limit,
     );
-    let two = sweep(
-        Limit::Cases(1000),
-        Shard::ALL,
-        &pool(2),
-        &stop,
-        fake,
-        |_| {},
-    );
+    for jobs in [2, 4] {
+        let many = run(
+            &config(Limit::Cases(1000), Shard::ALL, jobs),
+            &stop,
+            never,
+            limit,
+        );
+        assert_eq!(stable(&one), stable(&many), "{jobs} jobs");
+    }
     assert_eq!(one.cases_run, 1000);
-    assert_eq!(
-        (one.counts.clone(), one.firsts.clone()),
-        (two.counts, two.firsts)
-    );
     // k ≡ 3 (mod 7): 3 (sig 0), 10 (sig 1), 17 (sig 2).
     let firsts: Vec<(u64, u64)> = one.firsts.iter().map(|f| (f.index, f.signature)).collect();
     assert_eq!(firsts, vec![(3, 0), (10, 1), (17, 2)]);
     assert_eq!(one.counts["mismatch"], 143);
-    assert!(!one.interrupted);
+    // k ≡ 0 (mod 11) and not ≡ 3 (mod 7): 91 − 13 cases, split by parity.
+    assert_eq!(
+        one.decline_reasons.values().sum::<u64>(),
+        one.counts["unsupported"]
+    );
+    assert_eq!(one.end, SweepEnd::Completed);
+    assert_eq!((one.abandoned, one.unfinished.clone()), (0, vec![]));
 }
 
 #[test]
 fn shards_are_disjoint_and_their_union_is_the_whole_run() {
     let stop = AtomicBool::new(false);
-    let mut union = Vec::new();
+    let limit = Duration::from_secs(60);
     let mut mismatches = 0;
+    let mut cases = 0;
     for i in 0..3 {
-        let seen = Mutex::new(Vec::new());
-        let s = sweep(
-            Limit::Cases(100),
-            Shard::new(i, 3).unwrap(),
-            &pool(2),
+        let s = run(
+            &config(Limit::Cases(100), Shard::new(i, 3).unwrap(), 2),
             &stop,
-            |k| {
-                seen.lock().unwrap().push(k);
-                fake(k)
-            },
-            |_| {},
+            never,
+            limit,
         );
-        let seen = seen.into_inner().unwrap();
-        assert!(seen.iter().all(|k| k % 3 == i));
-        assert_eq!(s.cases_run, seen.len() as u64);
+        assert!(s.firsts.iter().all(|f| f.index % 3 == i));
         mismatches += s.counts.get("mismatch").copied().unwrap_or(0);
-        union.extend(seen);
+        cases += s.cases_run;
     }
-    union.sort();
-    assert_eq!(union, (0..100).collect::<Vec<_>>());
-    let whole = sweep(Limit::Cases(100), Shard::ALL, &pool(2), &stop, fake, |_| {});
+    assert_eq!(cases, 100);
+    let whole = run(
+        &config(Limit::Cases(100), Shard::ALL, 2),
+        &stop,
+        never,
+        limit,
+    );
     assert_eq!(whole.counts["mismatch"], mismatches);
 }
 
 #[test]
-fn a_stop_request_ends_the_sweep_and_a_deadline_ends_a_timed_one() {
+fn hung_cases_are_timeouts_and_the_sweep_goes_on_without_their_threads() {
     let stop = AtomicBool::new(false);
-    let s = sweep(
-        Limit::Cases(1_000_000),
-        Shard::ALL,
-        &pool(2),
+    let limit = Duration::from_millis(150);
+    let hangs: fn(u64) -> bool = |k| k == 5 || k == 50;
+    let one = run(
+        &config(Limit::Cases(100), Shard::ALL, 1),
         &stop,
-        |k| {
-            if k == 500 {
-                stop.store(true, Ordering::SeqCst);
-            }
-            fake(k)
-        },
-        |_| {},
+        hangs,
+        limit,
     );
-    assert!(s.interrupted);
-    assert!(
-        s.cases_run < 1_000,
-        "ran {} cases after the stop",
-        s.cases_run
+    let three = run(
+        &config(Limit::Cases(100), Shard::ALL, 3),
+        &stop,
+        hangs,
+        limit,
     );
+    assert_eq!(stable(&one), stable(&three));
+    assert_eq!(one.end, SweepEnd::Completed);
+    assert_eq!(one.cases_run, 100);
+    assert_eq!(one.counts["timeout"], 2);
+    assert_eq!(one.abandoned, 2);
+    let timeout = one.firsts.iter().find(|f| f.signature == 99).unwrap();
+    assert_eq!((timeout.index, timeout.occurrences), (5, 2));
+}
 
-    let never = AtomicBool::new(false);
-    let timed = sweep(
-        Limit::Duration(Duration::from_millis(100)),
-        Shard::ALL,
-        &pool(2),
-        &never,
-        |k| {
-            std::thread::sleep(Duration::from_micros(200));
-            fake(k)
-        },
-        |_| {},
+#[test]
+fn too_many_hung_cases_end_the_sweep_at_the_same_case_for_any_thread_count() {
+    let stop = AtomicBool::new(false);
+    let limit = Duration::from_millis(100);
+    let hangs: fn(u64) -> bool = |k| k % 10 == 3;
+    let mut cfg = config(Limit::Cases(200), Shard::ALL, 1);
+    cfg.max_stuck = 3;
+    let one = run(&cfg, &stop, hangs, limit);
+    cfg.jobs = 4;
+    let four = run(&cfg, &stop, hangs, limit);
+    assert_eq!(stable(&one), stable(&four));
+    assert_eq!(one.end, SweepEnd::TooManyStuck);
+    // Up to and including the third hanging index, 23.
+    assert_eq!(one.cases_run, 24);
+    assert_eq!(one.counts["timeout"], 3);
+}
+
+#[test]
+fn a_stop_ends_the_sweep_even_with_cases_that_never_finish() {
+    let stop = Arc::new(AtomicBool::new(false));
+    let s2 = Arc::clone(&stop);
+    std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(300));
+        s2.store(true, Ordering::SeqCst);
+    });
+    let started = Instant::now();
+    let s = run(
+        &config(Limit::Cases(1000), Shard::ALL, 2),
+        &stop,
+        |k| k >= 20,
+        Duration::from_secs(600),
     );
-    assert!(!timed.interrupted);
-    assert!(timed.cases_run > 0);
-    assert!(timed.elapsed < Duration::from_secs(2));
+    assert!(started.elapsed() < Duration::from_secs(30));
+    assert_eq!(s.end, SweepEnd::Interrupted);
+    assert_eq!(s.cases_run, 20);
+    assert_eq!(s.unfinished, vec![20, 21]);
+    assert_eq!(s.counts.get("timeout"), None);
+}
+
+#[test]
+fn a_stop_request_ends_the_sweep_and_a_deadline_ends_a_timed_one() {
+    let stop = AtomicBool::new(true);
+    let s = run(
+        &config(Limit::Cases(1_000_000), Shard::ALL, 2),
+        &stop,
+        never,
+        Duration::from_secs(60),
+    );
+    assert_eq!(s.end, SweepEnd::Interrupted);
+    assert_eq!(s.cases_run, 0);
+
+    let never_stop = AtomicBool::new(false);
+    let mut timed = config(Limit::Duration(Duration::from_secs(3600)), Shard::ALL, 2);
+    timed.deadline = Some(Instant::now() + Duration::from_millis(100));
+    let started = Instant::now();
+    let t = run(&timed, &never_stop, never, Duration::from_secs(60));
+    assert_eq!(t.end, SweepEnd::Deadline);
+    assert!(t.cases_run > 0);
+    assert!(started.elapsed() < Duration::from_secs(20));
 }

@@ -1,13 +1,15 @@
-//! The proof that the loop finds bugs (issue 5 §6): every injected miscompilation class is
+//! The proof that the loop finds bugs: every injected miscompilation class is
 //! detected by a short hunt on the default generator, and minimized to a small case with
 //! the same signature.
 
 use std::time::Duration;
 
-use pimdiff::driver::{check_case, CompilerUnderTest, RunConfig};
+use pimdiff::check::{check_case, RunConfig};
+use pimdiff::compilers::mutated::BugClass;
+use pimdiff::compilers::CompilerUnderTest;
 use pimdiff::generate::GenConfig;
-use pimdiff::minimize::{case_size, minimize, MinimizeConfig};
-use pimdiff::mutate::{first_detection, BugClass};
+use pimdiff::hunt::detection::first_detection;
+use pimdiff::shrink::{case_size, minimize, MinimizeConfig};
 
 /// Cases a short hunt may take per class. The median is far lower (see
 /// `cargo bench --bench harness -- bugs`); this bounds the slowest class on seed 0.
@@ -29,7 +31,10 @@ fn every_injected_bug_is_found_and_minimized() {
     for bug in BugClass::ALL {
         let found = first_detection(bug, &gen, 0, MAX_CASES)
             .unwrap_or_else(|| panic!("{bug}: not detected in {MAX_CASES} cases"));
-        let cfg = RunConfig::with_compiler(CompilerUnderTest::Mutated(bug));
+        let cfg = RunConfig::with_compiler(CompilerUnderTest::Mutated(
+            bug,
+            pimdiff_compiler::Lowering::Channel,
+        ));
         let small = minimize(&found.case, &cfg, &found.signature, &mcfg);
         // Signature-preserving: the minimized case fails the same way, and passes without the bug.
         assert_eq!(
@@ -65,7 +70,7 @@ fn every_injected_bug_is_found_and_minimized() {
 /// A bundle without a site for a bug is left alone; one with a site changes.
 #[test]
 fn inject_reports_whether_it_found_a_site() {
-    use pimdiff::mutate::inject;
+    use pimdiff::compilers::mutated::inject;
     use pimdiff_compiler::{compile, CompileOptions};
     // The plain 1×1 MVM with weight 3 (an all-zero weight would be skipped entirely).
     let plain = pimdiff::generate::plain_case();

@@ -2,16 +2,21 @@
 
 use std::time::Duration;
 
-use pimdiff::driver::{check_case, CompilerUnderTest, RunConfig};
+use pimdiff::check::{check_case, RunConfig};
+use pimdiff::compilers::mutated::BugClass;
+use pimdiff::compilers::CompilerUnderTest;
 use pimdiff::generate::{describe_case, GenConfig};
-use pimdiff::minimize::{case_size, minimize, MinimizeConfig};
-use pimdiff::mutate::{first_detection, BugClass};
+use pimdiff::hunt::detection::first_detection;
+use pimdiff::shrink::{case_size, minimize, MinimizeConfig};
 
-fn detection(bug: BugClass) -> (pimdiff::mutate::Detection, RunConfig) {
+fn detection(bug: BugClass) -> (pimdiff::hunt::detection::Detection, RunConfig) {
     let found = first_detection(bug, &GenConfig::default(), 0, 2_000).expect("detected");
     (
         found,
-        RunConfig::with_compiler(CompilerUnderTest::Mutated(bug)),
+        RunConfig::with_compiler(CompilerUnderTest::Mutated(
+            bug,
+            pimdiff_compiler::Lowering::Channel,
+        )),
     )
 }
 
@@ -75,7 +80,7 @@ fn step_budget_is_respected_and_progress_kept() {
 #[test]
 fn a_signature_that_never_occurs_keeps_nothing() {
     let (found, cfg) = detection(BugClass::MissingBias);
-    let other = pimdiff::outcome::Signature {
+    let other = pimdiff::check::outcome::Signature {
         kind: "fault".into(),
         detail: "st: GmemRange".into(),
     };

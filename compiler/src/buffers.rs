@@ -1,9 +1,7 @@
-//! Stage 4, bufferization: global-memory layout (the io manifest), output-pixel chunks,
-//! and every core's local-memory map, checked against `local_memory_bytes`.
+//! Stage 4 of the channel-wise lowering, bufferization: output-pixel chunks and every
+//! core's local-memory map, checked against `local_memory_bytes`.
 //!
-//! Global memory: the int8 input in NHWC at 0 (a pixel's channels contiguous, so a
-//! crossbar's input vector is a plain address), the int32 output in NHWC after it, the int32
-//! bias vector (a constant segment) after that, each 64-byte aligned.
+//! Global memory is laid out by [`crate::gmem`], the same for both lowerings.
 //!
 //! Output pixels are processed in *chunks*, the same for every core: as many whole images as
 //! fit, else as many output rows of one image, else as many pixels of one output row. For a
@@ -20,9 +18,10 @@
 
 use std::fmt::Write as _;
 
-use pimdiff_isa::bundle::{ConstSegment, Dtype, IoManifest, Layout, TensorSlot};
+use pimdiff_isa::bundle::IoManifest;
 use pimdiff_oracle::Case;
 
+use crate::gmem;
 use crate::mapping::Mapping;
 use crate::tiling::{Problem, Spatial};
 use crate::{CompileError, Unsupported};
@@ -175,10 +174,6 @@ fn align4(x: u64) -> u64 {
     x.div_ceil(4) * 4
 }
 
-fn align64(x: u64) -> u64 {
-    x.div_ceil(64) * 64
-}
-
 /// One core's local-memory map (byte addresses).
 #[derive(Clone, Debug, Default)]
 pub struct CoreBuffers {
@@ -223,11 +218,6 @@ pub struct Buffers {
     pub bias_addr: u32,
 }
 
-/// An upper bound of the instructions a program may have before compiling it is refused
-/// (32 Mi, about 640 MiB of instructions), so that a legal but enormous case is declined
-/// instead of exhausting memory.
-pub const MAX_INSTRUCTIONS: u64 = 1 << 25;
-
 /// Bufferize: choose the chunking, lay out every core's local memory and the global memory.
 pub fn bufferize(
     case: &Case,
@@ -236,23 +226,34 @@ pub fn bufferize(
     clip: bool,
 ) -> Result<Buffers, CompileError> {
     let p = &spatial.problem;
+    gmem::check_instruction_bound(spatial, mapping)?;
+    let needs = core_needs(spatial, mapping);
     let lmem = case.spec.arch.local_memory_bytes as u64;
+    let kind = choose_chunking(p, &needs, clip, lmem)?;
+    let max_pixels = kind_pixels(p, kind);
+    let win_bytes = window_bound(p, kind, clip);
+    let cores = needs
+        .iter()
+        .map(|n| lay_out_core(n, kind, win_bytes, max_pixels, lmem))
+        .collect();
+    let gmem::Layout {
+        manifest,
+        bias_addr,
+    } = gmem::layout(case, p)?;
+    Ok(Buffers {
+        kind,
+        max_pixels,
+        chunks: make_chunks(p, kind),
+        needs,
+        cores,
+        manifest,
+        bias_addr,
+    })
+}
 
-    // A lower bound of the instruction count: every kept crossbar's mvmul for every pixel
-    // (minus nothing: padding skipping only removes a border), with its address set-up.
-    let mvmuls = mapping.placements.len() as u64 * p.pixels() as u64;
-    // Plus the per-pixel stores (and bias additions) of each output tile.
-    let finals = spatial.classes.len() as u64 * p.pixels() as u64 * (1 + p.bias as u64);
-    let estimate = mvmuls.saturating_mul(2).saturating_add(finals);
-    if estimate > MAX_INSTRUCTIONS {
-        return Err(CompileError::Unsupported(
-            Unsupported::TooManyInstructions {
-                needed: estimate,
-                limit: MAX_INSTRUCTIONS,
-            },
-        ));
-    }
-
+/// What every core holds, from the mapping: classes computed or owned, scratch and receive
+/// widths, biases, the tallest crossbar.
+pub(crate) fn core_needs(spatial: &Spatial, mapping: &Mapping) -> Vec<CoreNeeds> {
     let mut needs: Vec<CoreNeeds> = vec![CoreNeeds::default(); mapping.cores];
     for (ci, red) in mapping.reductions.iter().enumerate() {
         let width = spatial.classes[ci].width;
@@ -276,11 +277,22 @@ pub fn bufferize(
         if red.parts.len() > 1 {
             o.recv_width = o.recv_width.max(width);
         }
-        if p.bias {
+        if spatial.problem.bias {
             o.bias.push((ci, width));
         }
     }
+    needs
+}
 
+/// The coarsest chunking whose buffers fit every core's local memory: whole images, else
+/// output rows, else pixels of a row, else gathered pixels; `Unsupported` when not even
+/// one gathered pixel fits.
+fn choose_chunking(
+    p: &Problem,
+    needs: &[CoreNeeds],
+    clip: bool,
+    lmem: u64,
+) -> Result<ChunkKind, CompileError> {
     let need_of = |kind: ChunkKind| -> (u64, usize) {
         let win = window_bound(p, kind, clip);
         let px = kind_pixels(p, kind);
@@ -308,111 +320,56 @@ pub fn bufferize(
         }
         Some(lo)
     };
-    let kind = if let Some(m) = largest(p.n, &ChunkKind::Images) {
-        ChunkKind::Images(m)
+    if let Some(m) = largest(p.n, &ChunkKind::Images) {
+        Ok(ChunkKind::Images(m))
     } else if let Some(t) = largest(p.oh, &ChunkKind::Rows) {
-        ChunkKind::Rows(t)
+        Ok(ChunkKind::Rows(t))
     } else if let Some(u) = largest(p.ow, &ChunkKind::Pixels) {
-        ChunkKind::Pixels(u)
+        Ok(ChunkKind::Pixels(u))
     } else if let Some(u) = largest(p.ow, &ChunkKind::Gather) {
-        ChunkKind::Gather(u)
+        Ok(ChunkKind::Gather(u))
     } else {
         let (needed, core) = need_of(ChunkKind::Gather(1));
-        return Err(CompileError::Unsupported(Unsupported::LocalMemory {
+        Err(CompileError::Unsupported(Unsupported::LocalMemory {
             core,
             needed,
             available: lmem,
-        }));
-    };
-    let chunks = make_chunks(p, kind);
-    let max_pixels = kind_pixels(p, kind);
-    let win_bytes = window_bound(p, kind, clip);
+        }))
+    }
+}
 
-    let mut cores = Vec::with_capacity(needs.len());
-    for n in &needs {
-        let mut b = CoreBuffers::default();
-        let mut at = 0u64;
-        for &(c, w) in &n.bias {
-            b.bias.push((c, at as u32));
-            at += w as u64 * 4;
-        }
-        if n.window {
-            let bytes = n.input_bytes(kind, win_bytes);
-            b.window = at as u32;
-            b.window_bytes = bytes as u32;
-            at = align4(at + bytes);
-        }
-        for &(c, w) in &n.classes {
-            b.acc.push((c, at as u32));
-            at += align4(w as u64 * 4) * max_pixels as u64;
-        }
-        b.scratch = at as u32;
-        at += n.scratch_width as u64 * 4 * max_pixels as u64;
-        b.recv = at as u32;
-        at += n.recv_width as u64 * 4 * max_pixels as u64;
-        debug_assert!(at <= lmem);
-        b.used = at as u32;
-        cores.push(b);
+/// One core's local-memory map: biases, window (or gather slot), accumulators, scratch,
+/// receive buffer, in that order.
+fn lay_out_core(
+    n: &CoreNeeds,
+    kind: ChunkKind,
+    win_bytes: u64,
+    max_pixels: usize,
+    lmem: u64,
+) -> CoreBuffers {
+    let mut b = CoreBuffers::default();
+    let mut at = 0u64;
+    for &(c, w) in &n.bias {
+        b.bias.push((c, at as u32));
+        at += w as u64 * 4;
     }
-
-    // Global memory.
-    let in_bytes = (p.n * p.h * p.w * p.c) as u64;
-    let out_addr = align64(in_bytes);
-    let out_bytes = p.pixels() as u64 * p.k as u64 * 4;
-    let bias_addr = align64(out_addr + out_bytes);
-    let end = bias_addr + if p.bias { p.k as u64 * 4 } else { 0 };
-    if end > 1 << 32 {
-        // Unreachable for a case within the limits (tensors of at most 2^26 bytes).
-        return Err(CompileError::Internal(format!(
-            "global memory layout needs {end} bytes, more than 2^32"
-        )));
+    if n.window {
+        let bytes = n.input_bytes(kind, win_bytes);
+        b.window = at as u32;
+        b.window_bytes = bytes as u32;
+        at = align4(at + bytes);
     }
-    let (in_shape, out_shape, layout) = if p.mvm {
-        (vec![p.n, p.c], vec![p.n, p.k], Layout::Nc)
-    } else {
-        (
-            vec![p.n, p.c, p.h, p.w],
-            vec![p.n, p.k, p.oh, p.ow],
-            Layout::Nhwc,
-        )
-    };
-    let mut constants = Vec::new();
-    if let Some(bias) = &case.bias {
-        let mut data = Vec::with_capacity(p.k * 4);
-        for v in bias.iter() {
-            data.extend_from_slice(&v.to_le_bytes());
-        }
-        constants.push(ConstSegment {
-            name: "bias".into(),
-            addr: bias_addr as u32,
-            file: "bias.bin".into(),
-            data,
-        });
+    for &(c, w) in &n.classes {
+        b.acc.push((c, at as u32));
+        at += align4(w as u64 * 4) * max_pixels as u64;
     }
-    let manifest = IoManifest {
-        input: TensorSlot {
-            addr: 0,
-            shape: in_shape,
-            layout,
-            dtype: Dtype::Int8,
-        },
-        output: TensorSlot {
-            addr: out_addr as u32,
-            shape: out_shape,
-            layout,
-            dtype: Dtype::Int32,
-        },
-        constants,
-    };
-    Ok(Buffers {
-        kind,
-        max_pixels,
-        chunks,
-        needs,
-        cores,
-        manifest,
-        bias_addr: bias_addr as u32,
-    })
+    b.scratch = at as u32;
+    at += n.scratch_width as u64 * 4 * max_pixels as u64;
+    b.recv = at as u32;
+    at += n.recv_width as u64 * 4 * max_pixels as u64;
+    debug_assert!(at <= lmem);
+    b.used = at as u32;
+    b
 }
 
 fn make_chunks(p: &Problem, kind: ChunkKind) -> Vec<Chunk> {
@@ -466,27 +423,7 @@ fn make_chunks(p: &Problem, kind: ChunkKind) -> Vec<Chunk> {
 
 /// Text of the bufferization (part of `--emit pim`).
 pub fn describe(b: &Buffers, out: &mut String) {
-    let m = &b.manifest;
-    let _ = writeln!(
-        out,
-        "gmem input  @{} {:?} {:?} {:?}",
-        m.input.addr, m.input.shape, m.input.layout, m.input.dtype
-    );
-    let _ = writeln!(
-        out,
-        "gmem output @{} {:?} {:?} {:?}",
-        m.output.addr, m.output.shape, m.output.layout, m.output.dtype
-    );
-    for c in &m.constants {
-        let _ = writeln!(
-            out,
-            "gmem const {} @{} {} bytes ({})",
-            c.name,
-            c.addr,
-            c.data.len(),
-            c.file
-        );
-    }
+    gmem::describe(&b.manifest, out);
     let _ = writeln!(
         out,
         "chunks: {:?}, {} chunk(s), at most {} pixel(s) each",

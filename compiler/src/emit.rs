@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use pimdiff_oracle::Case;
 
 use crate::tiling::Skip;
-use crate::{plan, CompileError, CompileOptions, Compiled};
+use crate::{plan, Bufferized, CompileError, CompileOptions, Compiled};
 
 /// A stage whose IR [`emit`] prints.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -20,6 +20,9 @@ pub enum Stage {
     Pim,
     /// The generated program.
     Asm,
+    /// The generated program, each instruction followed by the `stage::function` that
+    /// emitted it (as an assembly comment).
+    Provenance,
 }
 
 impl std::str::FromStr for Stage {
@@ -30,8 +33,9 @@ impl std::str::FromStr for Stage {
             "mapping" => Ok(Stage::Mapping),
             "pim" => Ok(Stage::Pim),
             "asm" => Ok(Stage::Asm),
+            "provenance" => Ok(Stage::Provenance),
             _ => Err(format!(
-                "unknown stage {s:?} (expected spatial, mapping, pim or asm)"
+                "unknown stage {s:?} (expected spatial, mapping, pim, asm or provenance)"
             )),
         }
     }
@@ -54,12 +58,23 @@ pub fn emit(case: &Case, options: &CompileOptions, stage: Stage) -> Result<Strin
         }
         Stage::Pim => {
             let c = plan(case, options)?;
-            crate::buffers::describe(&c.buffers, &mut out);
-            transfers_text(&c, &mut out);
+            match &c.buffers {
+                Bufferized::Channel(b) => {
+                    crate::buffers::describe(b, &mut out);
+                    transfers_text(&c, &mut out);
+                }
+                Bufferized::Pixel(b) => {
+                    crate::pixel::buffers::describe(&c.spatial, &c.mapping, b, &mut out)
+                }
+            }
         }
         Stage::Asm => {
             let bundle = crate::compile(case, options)?;
             out = asm_text(&bundle.program);
+        }
+        Stage::Provenance => {
+            let (bundle, provenance) = crate::compile_with_provenance(case, options)?;
+            provenance_text(&bundle.program, &provenance, &mut out);
         }
     }
     Ok(out)
@@ -202,4 +217,20 @@ fn transfers_text(c: &Compiled, out: &mut String) {
 /// The program as assembly text (the ISA crate's printer, so it parses back).
 pub(crate) fn asm_text(program: &pimdiff_isa::Program) -> String {
     pimdiff_isa::formats::asm::print(program)
+}
+
+/// Every core's instructions, each with its provenance label as a trailing comment.
+fn provenance_text(
+    program: &pimdiff_isa::Program,
+    provenance: &crate::Provenance,
+    out: &mut String,
+) {
+    for (core, insts) in program.cores.iter().enumerate() {
+        let _ = writeln!(out, "core {core}:");
+        for (i, inst) in insts.iter().enumerate() {
+            let text = inst.to_string();
+            let label = provenance.label(core, i).unwrap_or("?");
+            let _ = writeln!(out, "    {text:<44} ; {label}");
+        }
+    }
 }

@@ -1,5 +1,7 @@
-//! The channel-wise compiler: conv2d / MVM cases lowered to the PIMSim ISA, with the
-//! crossbar export and the io manifest (`shared/docs/design.md`, "The compiler").
+//! The in-repo compiler: conv2d / MVM cases lowered to the PIMSim ISA, with the crossbar
+//! export and the io manifest (`docs/design.md`, "The compiler"). Two lowerings share the
+//! stages that do not depend on how output pixels are grouped: the thesis's channel-wise one
+//! (the default) and the pixel-wise baseline it is measured against ([`Lowering`]).
 //!
 //! One module per stage, each with a printable intermediate form ([`emit`]):
 //!
@@ -7,8 +9,8 @@
 //! |---|---|---|
 //! | Spatial | [`tiling`] | channel tiles, crossbar matrices, `applyFilters` per output tile |
 //! | Mapping | [`mapping`] | cores and arrays of every crossbar; owners and contributors of each reduction |
-//! | Pim | [`buffers`] | GMem layout (io manifest), output-pixel chunks, every core's LMem map |
-//! | Asm | [`codegen`], [`export`] | the instructions; the crossbar export and `array_group_map` |
+//! | Pim | [`gmem`]; [`buffers`] or [`pixel::buffers`] | GMem layout (io manifest); output-pixel chunks or one pixel at a time, every core's LMem map |
+//! | Asm | [`codegen`] or [`pixel::codegen`], [`export`] | the instructions; the crossbar export and `array_group_map` |
 //!
 //! The compiler reads only the case *types* of `pimdiff-oracle`, never its arithmetic. It is
 //! complete for every case the case format allows; when a case cannot fit the architecture
@@ -18,18 +20,108 @@
 pub mod buffers;
 pub mod codegen;
 pub mod emit;
+mod emitter;
 pub mod export;
+pub mod gmem;
 pub mod mapping;
+pub mod pixel;
+pub mod provenance;
 pub mod tiling;
+pub mod workloads;
 
 use pimdiff_isa::bundle::Bundle;
 use pimdiff_isa::{ArchHints, Program};
 use pimdiff_oracle::Case;
 
 pub use emit::{emit, Stage};
+pub use provenance::Provenance;
 
-/// The optimizations of the thesis, each of which can be switched off so that optimized and
-/// unoptimized programs can be compared against each other.
+/// How convolutions are lowered once the weights are tiled and mapped.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Lowering {
+    /// Channel-wise (the thesis's): output pixels grouped into chunks, each crossbar's work
+    /// over a chunk expressed at once ([`buffers`], [`codegen`]).
+    #[default]
+    Channel,
+    /// Pixel-wise (the original RAPTOR scheme, the baseline): one output pixel at a time,
+    /// its input patch gathered and multiplied by the same crossbars ([`pixel`]).
+    Pixel,
+}
+
+impl Lowering {
+    /// Both lowerings, channel-wise first.
+    pub const ALL: [Lowering; 2] = [Lowering::Channel, Lowering::Pixel];
+
+    /// `channel` or `pixel`, as on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Lowering::Channel => "channel",
+            Lowering::Pixel => "pixel",
+        }
+    }
+}
+
+impl std::fmt::Display for Lowering {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for Lowering {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Lowering, String> {
+        Lowering::ALL
+            .into_iter()
+            .find(|l| l.name() == s)
+            .ok_or_else(|| format!("unknown lowering {s:?} (expected channel or pixel)"))
+    }
+}
+
+/// How partial sums of one output tile computed on several cores are brought together.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Reduction {
+    /// Over the NoC: each contributor `send`s its partial sum, the owner `recv`s and adds it,
+    /// in one global order (deadlock-free by construction).
+    #[default]
+    Noc,
+    /// Through global memory, as PIMCOMP-NN's programs do: each contributor `st`s its partial
+    /// sums to a GMem slot of its own and `sync`s the owner; the owner `wait`s for every
+    /// contributor, `ld`s and adds (see [`codegen`]). Channel-wise lowering only; the
+    /// pixel-wise lowering and programs of more than 16 cores reduce over the NoC.
+    Gmem,
+}
+
+impl Reduction {
+    /// Both strategies, NoC first.
+    pub const ALL: [Reduction; 2] = [Reduction::Noc, Reduction::Gmem];
+
+    /// `noc` or `gmem`, as on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            Reduction::Noc => "noc",
+            Reduction::Gmem => "gmem",
+        }
+    }
+}
+
+impl std::fmt::Display for Reduction {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for Reduction {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Reduction, String> {
+        Reduction::ALL
+            .into_iter()
+            .find(|r| r.name() == s)
+            .ok_or_else(|| format!("unknown reduction {s:?} (expected noc or gmem)"))
+    }
+}
+
+/// The lowering and the optimizations of the thesis, each of which can be switched off so
+/// that optimized and unoptimized programs can be compared against each other.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct CompileOptions {
     /// Skip kernel positions that fall in the padding for an output pixel (and crossbars
@@ -38,14 +130,20 @@ pub struct CompileOptions {
     pub skip_padding: bool,
     /// Leave out crossbars whose weights are all zero.
     pub weight_skipping: bool,
+    /// Channel-wise (default) or pixel-wise.
+    pub lowering: Lowering,
+    /// Cross-core reduction over the NoC (default) or through global memory.
+    pub reduction: Reduction,
 }
 
 impl Default for CompileOptions {
-    /// Both optimizations on, as the thesis's compiler runs.
+    /// Both optimizations on, channel-wise, as the thesis's compiler runs.
     fn default() -> Self {
         CompileOptions {
             skip_padding: true,
             weight_skipping: true,
+            lowering: Lowering::Channel,
+            reduction: Reduction::Noc,
         }
     }
 }
@@ -84,7 +182,22 @@ pub enum Unsupported {
 pub(crate) struct Compiled {
     pub spatial: tiling::Spatial,
     pub mapping: mapping::Mapping,
-    pub buffers: buffers::Buffers,
+    pub buffers: Bufferized,
+}
+
+/// The bufferization of one lowering.
+pub(crate) enum Bufferized {
+    Channel(buffers::Buffers),
+    Pixel(pixel::buffers::Buffers),
+}
+
+impl Bufferized {
+    fn into_manifest(self) -> pimdiff_isa::bundle::IoManifest {
+        match self {
+            Bufferized::Channel(b) => b.manifest,
+            Bufferized::Pixel(b) => b.manifest,
+        }
+    }
 }
 
 fn arch_u32(field: &'static str, value: usize) -> Result<u32, CompileError> {
@@ -109,7 +222,15 @@ pub(crate) fn plan(case: &Case, options: &CompileOptions) -> Result<Compiled, Co
     }
     let spatial = tiling::tile(case, options)?;
     let mapping = mapping::map(&spatial, arch.cores, arch.arrays_per_core)?;
-    let buffers = buffers::bufferize(case, &spatial, &mapping, options.skip_padding)?;
+    let buffers = match options.lowering {
+        Lowering::Channel => Bufferized::Channel(buffers::bufferize(
+            case,
+            &spatial,
+            &mapping,
+            options.skip_padding,
+        )?),
+        Lowering::Pixel => Bufferized::Pixel(pixel::buffers::bufferize(case, &spatial, &mapping)?),
+    };
     Ok(Compiled {
         spatial,
         mapping,
@@ -119,14 +240,43 @@ pub(crate) fn plan(case: &Case, options: &CompileOptions) -> Result<Compiled, Co
 
 /// Compile a case into a bundle: program, crossbar export, io manifest.
 pub fn compile(case: &Case, options: &CompileOptions) -> Result<Bundle, CompileError> {
+    lower(case, options, false).map(|(bundle, _)| bundle)
+}
+
+/// [`compile`], also saying which stage and function emitted each instruction.
+pub fn compile_with_provenance(
+    case: &Case,
+    options: &CompileOptions,
+) -> Result<(Bundle, Provenance), CompileError> {
+    lower(case, options, true)
+}
+
+/// Every stage; provenance is recorded only when `record` (else it is empty).
+fn lower(
+    case: &Case,
+    options: &CompileOptions,
+    record: bool,
+) -> Result<(Bundle, Provenance), CompileError> {
     let c = plan(case, options)?;
-    let cores = codegen::generate(&c.spatial, &c.mapping, &c.buffers, options.skip_padding);
+    let clip = options.skip_padding;
+    let emitters = match &c.buffers {
+        Bufferized::Channel(b) => {
+            let gmem = options.reduction == Reduction::Gmem
+                && c.mapping.cores <= codegen::GMEM_REDUCTION_MAX_CORES;
+            codegen::generate(&c.spatial, &c.mapping, b, clip, gmem, record)
+        }
+        Bufferized::Pixel(b) => pixel::codegen::generate(&c.spatial, &c.mapping, b, clip, record),
+    };
+    let (cores, spans): (Vec<_>, Vec<_>) = emitters.into_iter().map(|e| e.finish()).unzip();
+    let provenance = Provenance::new(spans.into_iter().zip(cores.iter().map(Vec::len)).collect());
     let xbars = export::export(case, &c.spatial, &c.mapping);
-    Ok(Bundle {
-        program: program(case, &c, cores),
+    let program = program(case, &c, cores);
+    let bundle = Bundle {
+        program,
         xbars,
-        manifest: c.buffers.manifest,
-    })
+        manifest: c.buffers.into_manifest(),
+    };
+    Ok((bundle, provenance))
 }
 
 pub(crate) fn program(case: &Case, c: &Compiled, cores: Vec<Vec<pimdiff_isa::Inst>>) -> Program {

@@ -13,7 +13,11 @@
 //! position that lies in the padding for every output pixel) and left out by mapping when
 //! the corresponding optimization is on.
 
-use pimdiff_oracle::{Case, Op};
+use pimdiff_oracle::{Case, CaseSpec, Conv2d, Mvm, Op};
+
+fn inconsistent(what: String) -> CompileError {
+    CompileError::Internal(format!("inconsistent case: {what}"))
+}
 
 use crate::{CompileError, CompileOptions, Unsupported};
 
@@ -54,117 +58,132 @@ impl Problem {
     /// The problem of a case, with its shapes checked against the tensors (a [`Case`] is
     /// valid by construction, but the compiler must not panic on one built by hand).
     pub fn of(case: &Case) -> Result<Problem, CompileError> {
-        let bad = |what: String| CompileError::Internal(format!("inconsistent case: {what}"));
         let s = &case.spec;
         let p = match &s.op {
-            Op::Conv2d(cv) => {
-                let [n, c, h, w] = s.input_shape[..] else {
-                    return Err(bad(format!(
-                        "conv2d input_shape {:?} is not [N, C, H, W]",
-                        s.input_shape
-                    )));
-                };
-                let [kh, kw] = cv.kernel;
-                let [sh, sw] = cv.stride;
-                let [dh, dw] = cv.dilation;
-                let [pt, pl, pb, pr] = cv.padding;
-                let g = cv.groups;
-                if g == 0 || c != cv.in_channels || c % g != 0 || cv.out_channels % g != 0 {
-                    return Err(bad(format!(
-                        "channels {} -> {} with {} groups and input_shape {:?}",
-                        cv.in_channels, cv.out_channels, g, s.input_shape
-                    )));
-                }
-                if [n, c, h, w, kh, kw, sh, sw, dh, dw, cv.out_channels].contains(&0) {
-                    return Err(bad("a zero size, stride or dilation".into()));
-                }
-                let ext_h = dh * (kh - 1) + 1;
-                let ext_w = dw * (kw - 1) + 1;
-                if h + pt + pb < ext_h || w + pl + pr < ext_w {
-                    return Err(bad(
-                        "the dilated kernel is larger than the padded input".into()
-                    ));
-                }
-                Problem {
-                    mvm: false,
-                    n,
-                    c,
-                    h,
-                    w,
-                    k: cv.out_channels,
-                    kh,
-                    kw,
-                    sh,
-                    sw,
-                    pt,
-                    pl,
-                    pb,
-                    pr,
-                    dh,
-                    dw,
-                    groups: g,
-                    cg: c / g,
-                    kg: cv.out_channels / g,
-                    oh: (h + pt + pb - ext_h) / sh + 1,
-                    ow: (w + pl + pr - ext_w) / sw + 1,
-                    bias: cv.bias,
-                    relu: cv.relu,
-                }
-            }
-            Op::Mvm(m) => {
-                let [n, f] = s.input_shape[..] else {
-                    return Err(bad(format!(
-                        "mvm input_shape {:?} is not [N, features]",
-                        s.input_shape
-                    )));
-                };
-                if n == 0 || f == 0 || f != m.in_features || m.out_features == 0 {
-                    return Err(bad(format!(
-                        "mvm {} -> {} with input_shape {:?}",
-                        m.in_features, m.out_features, s.input_shape
-                    )));
-                }
-                Problem {
-                    mvm: true,
-                    n,
-                    c: f,
-                    h: 1,
-                    w: 1,
-                    k: m.out_features,
-                    kh: 1,
-                    kw: 1,
-                    sh: 1,
-                    sw: 1,
-                    pt: 0,
-                    pl: 0,
-                    pb: 0,
-                    pr: 0,
-                    dh: 1,
-                    dw: 1,
-                    groups: 1,
-                    cg: f,
-                    kg: m.out_features,
-                    oh: 1,
-                    ow: 1,
-                    bias: m.bias,
-                    relu: m.relu,
-                }
-            }
+            Op::Conv2d(cv) => Problem::conv(s, cv)?,
+            Op::Mvm(m) => Problem::mvm(s, m)?,
         };
+        p.check_tensors(case)?;
+        Ok(p)
+    }
+
+    fn conv(s: &CaseSpec, cv: &Conv2d) -> Result<Problem, CompileError> {
+        let [n, c, h, w] = s.input_shape[..] else {
+            return Err(inconsistent(format!(
+                "conv2d input_shape {:?} is not [N, C, H, W]",
+                s.input_shape
+            )));
+        };
+        let [kh, kw] = cv.kernel;
+        let [sh, sw] = cv.stride;
+        let [dh, dw] = cv.dilation;
+        let [pt, pl, pb, pr] = cv.padding;
+        let g = cv.groups;
+        if g == 0
+            || c != cv.in_channels
+            || !c.is_multiple_of(g)
+            || !cv.out_channels.is_multiple_of(g)
+        {
+            return Err(inconsistent(format!(
+                "channels {} -> {} with {} groups and input_shape {:?}",
+                cv.in_channels, cv.out_channels, g, s.input_shape
+            )));
+        }
+        if [n, c, h, w, kh, kw, sh, sw, dh, dw, cv.out_channels].contains(&0) {
+            return Err(inconsistent("a zero size, stride or dilation".into()));
+        }
+        let ext_h = dh * (kh - 1) + 1;
+        let ext_w = dw * (kw - 1) + 1;
+        if h + pt + pb < ext_h || w + pl + pr < ext_w {
+            return Err(inconsistent(
+                "the dilated kernel is larger than the padded input".into(),
+            ));
+        }
+        Ok(Problem {
+            mvm: false,
+            n,
+            c,
+            h,
+            w,
+            k: cv.out_channels,
+            kh,
+            kw,
+            sh,
+            sw,
+            pt,
+            pl,
+            pb,
+            pr,
+            dh,
+            dw,
+            groups: g,
+            cg: c / g,
+            kg: cv.out_channels / g,
+            oh: (h + pt + pb - ext_h) / sh + 1,
+            ow: (w + pl + pr - ext_w) / sw + 1,
+            bias: cv.bias,
+            relu: cv.relu,
+        })
+    }
+
+    fn mvm(s: &CaseSpec, m: &Mvm) -> Result<Problem, CompileError> {
+        let [n, f] = s.input_shape[..] else {
+            return Err(inconsistent(format!(
+                "mvm input_shape {:?} is not [N, features]",
+                s.input_shape
+            )));
+        };
+        if n == 0 || f == 0 || f != m.in_features || m.out_features == 0 {
+            return Err(inconsistent(format!(
+                "mvm {} -> {} with input_shape {:?}",
+                m.in_features, m.out_features, s.input_shape
+            )));
+        }
+        Ok(Problem {
+            mvm: true,
+            n,
+            c: f,
+            h: 1,
+            w: 1,
+            k: m.out_features,
+            kh: 1,
+            kw: 1,
+            sh: 1,
+            sw: 1,
+            pt: 0,
+            pl: 0,
+            pb: 0,
+            pr: 0,
+            dh: 1,
+            dw: 1,
+            groups: 1,
+            cg: f,
+            kg: m.out_features,
+            oh: 1,
+            ow: 1,
+            bias: m.bias,
+            relu: m.relu,
+        })
+    }
+
+    /// The weight, input and bias tensors have the shapes the problem says.
+    fn check_tensors(&self, case: &Case) -> Result<(), CompileError> {
+        let p = self;
+        let s = &case.spec;
         let weight_shape: Vec<usize> = if p.mvm {
             vec![p.k, p.c]
         } else {
             vec![p.k, p.cg, p.kh, p.kw]
         };
         if case.weight.shape() != weight_shape.as_slice() {
-            return Err(bad(format!(
+            return Err(inconsistent(format!(
                 "weight shape {:?}, expected {:?}",
                 case.weight.shape(),
                 weight_shape
             )));
         }
         if case.input.shape() != s.input_shape.as_slice() {
-            return Err(bad(format!(
+            return Err(inconsistent(format!(
                 "input shape {:?}, expected {:?}",
                 case.input.shape(),
                 s.input_shape
@@ -174,13 +193,13 @@ impl Problem {
             (Some(b), true) if b.len() == p.k => {}
             (None, false) => {}
             _ => {
-                return Err(bad(format!(
+                return Err(inconsistent(format!(
                     "bias presence/length disagrees with op.bias = {}",
                     p.bias
                 )))
             }
         }
-        Ok(p)
+        Ok(())
     }
 
     /// Output pixels (all images).

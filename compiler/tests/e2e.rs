@@ -1,11 +1,12 @@
 //! The end-to-end differential property: compile → interpret → equals the oracle, for random
-//! small cases of every feature the case format has, with the optimizations on and off.
+//! small cases of every feature the case format has, with both lowerings and the
+//! optimizations on and off.
 
 mod common;
 
 use common::{compile_and_run, Rng};
 use ndarray::Array1;
-use pimdiff_compiler::CompileOptions;
+use pimdiff_compiler::{CompileOptions, Lowering};
 use pimdiff_isa::machine::{MachineOptions, Schedule};
 use pimdiff_oracle::{Case, CaseArch, CaseSpec, Conv2d, Mvm, Op};
 use proptest::prelude::*;
@@ -111,25 +112,22 @@ fn random_case(seed: u64) -> Case {
     Case::new(spec, input, weight, bias, None).expect("generated case is valid")
 }
 
-fn all_options() -> [CompileOptions; 4] {
-    [
-        CompileOptions {
-            skip_padding: true,
-            weight_skipping: true,
-        },
-        CompileOptions {
-            skip_padding: false,
-            weight_skipping: false,
-        },
-        CompileOptions {
-            skip_padding: true,
-            weight_skipping: false,
-        },
-        CompileOptions {
-            skip_padding: false,
-            weight_skipping: true,
-        },
-    ]
+/// Every combination of lowering and optimizations.
+fn all_options() -> Vec<CompileOptions> {
+    let mut all = Vec::new();
+    for lowering in Lowering::ALL {
+        for (skip_padding, weight_skipping) in
+            [(true, true), (false, false), (true, false), (false, true)]
+        {
+            all.push(CompileOptions {
+                skip_padding,
+                weight_skipping,
+                lowering,
+                reduction: pimdiff_compiler::Reduction::Noc,
+            });
+        }
+    }
+    all
 }
 
 fn check(seed: u64) -> Result<bool, TestCaseError> {
@@ -153,16 +151,47 @@ fn check(seed: u64) -> Result<bool, TestCaseError> {
         }
     }
     // The result must not depend on how the cores interleave.
-    if let Ok(bundle) = pimdiff_compiler::compile(&case, &CompileOptions::default()) {
-        let random = MachineOptions {
-            schedule: Schedule::Random(seed),
-            ..MachineOptions::default()
+    for lowering in Lowering::ALL {
+        let options = CompileOptions {
+            lowering,
+            reduction: pimdiff_compiler::Reduction::Noc,
+            ..CompileOptions::default()
         };
-        let out = common::run_bundle_with(&case, &bundle, random);
-        prop_assert_eq!(
-            out.as_ref(),
-            Ok(&expected),
-            "random schedule, case {:?}",
+        if let Ok(bundle) = pimdiff_compiler::compile(&case, &options) {
+            let random = MachineOptions {
+                schedule: Schedule::Random(seed),
+                ..MachineOptions::default()
+            };
+            let out = common::run_bundle_with(&case, &bundle, random);
+            prop_assert_eq!(
+                out.as_ref(),
+                Ok(&expected),
+                "{} lowering, random schedule, case {:?}",
+                lowering,
+                case.spec
+            );
+        }
+    }
+    // Both lowerings share tiling and mapping, and the pixel-wise one needs no more local
+    // memory: whatever one declines, the other declines the same way.
+    for (skip_padding, weight_skipping) in [(true, true), (false, false)] {
+        let [channel, pixel] = Lowering::ALL.map(|lowering| {
+            pimdiff_compiler::compile(
+                &case,
+                &CompileOptions {
+                    skip_padding,
+                    weight_skipping,
+                    lowering,
+                    reduction: pimdiff_compiler::Reduction::Noc,
+                },
+            )
+            .err()
+        });
+        prop_assert!(
+            channel.is_none() || channel == pixel,
+            "channel-wise declines with {:?}, pixel-wise with {:?}: case {:?}",
+            channel,
+            pixel,
             case.spec
         );
     }

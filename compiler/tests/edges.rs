@@ -14,6 +14,7 @@ fn agrees(case: &Case) {
         CompileOptions {
             skip_padding: false,
             weight_skipping: false,
+            ..CompileOptions::default()
         },
     ] {
         let out = common::compile_and_run(case, &options)
@@ -125,10 +126,17 @@ fn grouped_conv_with_several_tiles_per_group() {
 fn resnet_like_layer_on_128x128_arrays_split_over_cores() {
     // 3x3 256->256 at 7x7: 2 x 2 x 9 = 36 crossbars of 128x128 on 4 cores of 10 arrays, so
     // both output tiles are reduced across cores; local memory forces row chunks.
-    let c = Conv2d { padding: [1; 4], bias: true, relu: true, ..conv(256, 256, [3, 3]) };
+    let c = Conv2d {
+        padding: [1; 4],
+        bias: true,
+        relu: true,
+        ..conv(256, 256, [3, 3])
+    };
     let case = conv_case(c, 1, 7, 7, arch(4, 10, 128, 128, 24 * 1024), 28);
     let pim = emit(&case, &CompileOptions::default(), Stage::Pim).unwrap();
     assert!(pim.contains("Rows("), "{pim}");
-    let out = common::compile_and_run(&case, &CompileOptions::default()).unwrap().unwrap();
+    let out = common::compile_and_run(&case, &CompileOptions::default())
+        .unwrap()
+        .unwrap();
     assert_eq!(out, pimdiff_oracle::reference(&case).unwrap());
 }

@@ -1,21 +1,33 @@
-//! Snapshots of the generated assembly for six tiny canonical cases, and of every stage's
-//! IR for design.md's worked example. Review a changed snapshot like code.
+//! Snapshots of the generated assembly for six tiny canonical cases (and three of them
+//! lowered pixel-wise), and of every stage's IR for design.md's worked example. Review a
+//! changed snapshot like code.
 
 mod common;
 
 use common::{arch, conv, conv_case, mvm_case};
-use pimdiff_compiler::{emit, CompileOptions, Stage};
+use pimdiff_compiler::{emit, CompileOptions, Lowering, Stage};
 use pimdiff_oracle::{Case, Conv2d, Mvm};
 
 fn asm(case: &Case) -> String {
-    let text = emit(case, &CompileOptions::default(), Stage::Asm).expect("compiles");
+    asm_with(case, &CompileOptions::default())
+}
+
+fn asm_with(case: &Case, options: &CompileOptions) -> String {
+    let text = emit(case, options, Stage::Asm).expect("compiles");
     // Every snapshot is also a correct program.
-    let out = common::compile_and_run(case, &CompileOptions::default())
+    let out = common::compile_and_run(case, options)
         .expect("runs")
         .expect("supported");
     assert_eq!(out, pimdiff_oracle::reference(case).expect("oracle"));
     text
 }
+
+const PIXEL: CompileOptions = CompileOptions {
+    skip_padding: true,
+    weight_skipping: true,
+    lowering: Lowering::Pixel,
+    reduction: pimdiff_compiler::Reduction::Noc,
+};
 
 #[test]
 fn mvm_on_one_array() {
@@ -49,6 +61,27 @@ fn conv_3x3_padding_1() {
 }
 
 #[test]
+fn pixel_conv_3x3_padding_1() {
+    let c = Conv2d {
+        padding: [1; 4],
+        ..conv(2, 2, [3, 3])
+    };
+    let case = conv_case(c, 1, 3, 3, arch(1, 16, 4, 4, 4096), 3);
+    insta::assert_snapshot!(asm_with(&case, &PIXEL));
+}
+
+#[test]
+fn pixel_mvm_on_one_array() {
+    let m = Mvm {
+        in_features: 4,
+        out_features: 3,
+        bias: true,
+        relu: true,
+    };
+    insta::assert_snapshot!(asm_with(&mvm_case(m, 1, arch(1, 1, 4, 4, 1024), 1), &PIXEL));
+}
+
+#[test]
 fn conv_stride_2() {
     let c = Conv2d {
         stride: [2, 2],
@@ -62,6 +95,26 @@ fn conv_reduced_across_two_cores() {
     // 2 input tiles x 2 kernel positions = 4 crossbars, 2 arrays per core.
     let c = conv(4, 2, [1, 2]);
     insta::assert_snapshot!(asm(&conv_case(c, 1, 2, 3, arch(2, 2, 2, 4, 4096), 5)));
+}
+
+#[test]
+fn pixel_conv_reduced_across_two_cores() {
+    let c = conv(4, 2, [1, 2]);
+    let case = conv_case(c, 1, 2, 3, arch(2, 2, 2, 4, 4096), 5);
+    insta::assert_snapshot!(asm_with(&case, &PIXEL));
+}
+
+/// The same case reduced through global memory: the contributor `st`s its partial sum and
+/// `sync`s the owner, which `wait`s, `ld`s, `vvadd`s and acknowledges.
+#[test]
+fn conv_reduced_across_two_cores_through_gmem() {
+    let c = conv(4, 2, [1, 2]);
+    let case = conv_case(c, 1, 2, 3, arch(2, 2, 2, 4, 4096), 5);
+    let gmem = CompileOptions {
+        reduction: pimdiff_compiler::Reduction::Gmem,
+        ..CompileOptions::default()
+    };
+    insta::assert_snapshot!(asm_with(&case, &gmem));
 }
 
 #[test]
@@ -120,6 +173,11 @@ fn worked_example_pim() {
 }
 
 #[test]
+fn pixel_worked_example_pim() {
+    insta::assert_snapshot!(emit(&worked_example(), &PIXEL, Stage::Pim).unwrap());
+}
+
+#[test]
 fn worked_example_runs() {
     let case = worked_example();
     for options in [
@@ -127,6 +185,14 @@ fn worked_example_runs() {
         CompileOptions {
             skip_padding: false,
             weight_skipping: false,
+            ..CompileOptions::default()
+        },
+        PIXEL,
+        CompileOptions {
+            skip_padding: false,
+            weight_skipping: false,
+            lowering: Lowering::Pixel,
+            reduction: pimdiff_compiler::Reduction::Noc,
         },
     ] {
         let out = common::compile_and_run(&case, &options).unwrap().unwrap();
@@ -139,7 +205,9 @@ fn worked_example_runs() {
 fn emitted_assembly_parses_back_to_the_program() {
     let case = worked_example();
     let text = emit(&case, &CompileOptions::default(), Stage::Asm).unwrap();
-    let program = pimdiff_compiler::compile(&case, &CompileOptions::default()).unwrap().program;
+    let program = pimdiff_compiler::compile(&case, &CompileOptions::default())
+        .unwrap()
+        .program;
     let parsed = pimdiff_isa::formats::asm::parse(&text).expect("parses");
     assert_eq!(parsed.cores, program.cores);
     assert_eq!(parsed.groups, program.groups);

@@ -4,7 +4,7 @@
 mod common;
 
 use common::{arch, conv, conv_case, mvm_case};
-use pimdiff_compiler::buffers::MAX_INSTRUCTIONS;
+use pimdiff_compiler::gmem::MAX_INSTRUCTIONS;
 use pimdiff_compiler::{compile, emit, CompileError, CompileOptions, Stage, Unsupported};
 use pimdiff_oracle::{Conv2d, Mvm};
 
@@ -100,6 +100,7 @@ fn local_memory_too_small_even_for_one_gathered_pixel() {
             CompileOptions {
                 skip_padding: false,
                 weight_skipping: false,
+                ..CompileOptions::default()
             },
         ] {
             let out = common::compile_and_run(&case, &options)
@@ -192,4 +193,56 @@ fn a_hand_built_inconsistent_case_is_an_internal_error_not_a_panic() {
         compile(&case, &CompileOptions::default()),
         Err(CompileError::Internal(_))
     ));
+}
+
+#[test]
+fn pixel_wise_local_memory_fallbacks() {
+    // The case above: 9 crossbars of 8 rows x 4 columns on one core. A patch is 9 x 8 = 72
+    // bytes, the accumulator 16; staged scratch has 8 rows of 16 bytes, a single one 16.
+    let c = Conv2d {
+        padding: [1; 4],
+        ..conv(8, 4, [3, 3])
+    };
+    let mut case = conv_case(c, 1, 5, 5, arch(1, 16, 8, 4, 39), 2);
+    let pixel = CompileOptions {
+        lowering: pimdiff_compiler::Lowering::Pixel,
+        ..CompileOptions::default()
+    };
+    assert_eq!(
+        unsupported(compile(&case, &pixel)),
+        Unsupported::LocalMemory {
+            core: 0,
+            needed: 40,
+            available: 39
+        }
+    );
+    for (lmem, scheme) in [
+        (40, "gathered tile by tile; one scratch row"),
+        (103, "gathered tile by tile; one scratch row"),
+        (104, "from a per-pixel patch; one scratch row"),
+        (215, "from a per-pixel patch; one scratch row"),
+        (
+            216,
+            "from a per-pixel patch; a scratch row per further crossbar",
+        ),
+    ] {
+        case.spec.arch.local_memory_bytes = lmem;
+        let pim = emit(&case, &pixel, Stage::Pim).unwrap();
+        assert!(pim.contains(scheme), "{lmem}: {pim}");
+        for skip_padding in [true, false] {
+            let options = CompileOptions {
+                skip_padding,
+                weight_skipping: skip_padding,
+                ..pixel
+            };
+            let out = common::compile_and_run(&case, &options)
+                .unwrap()
+                .expect("fits");
+            assert_eq!(
+                out,
+                pimdiff_oracle::reference(&case).unwrap(),
+                "{lmem} {options:?}"
+            );
+        }
+    }
 }

@@ -1,10 +1,11 @@
-//! Interpreter speed (issue 2 §6), a plain `main` so the figures print as the issue asks:
+//! Interpreter speed, a plain `main` that prints its figures:
 //!
 //! - `mvmul`: a 128 × 128 group, 8-bit inputs and weights, 32-bit outputs, on one core, in
 //!   multiply-accumulates per second (the whole instruction: reading inputs, the product,
 //!   writing and wrapping outputs);
 //! - every PIMCOMP-NN program in `shared/external/pimcomp` (skipped when absent): load time,
-//!   run time and instructions per second with zero cells and the default architecture.
+//!   run time and instructions per second with zero cells and the default architecture,
+//!   then the run again with an observer that does nothing (the cost of delivering events).
 //!
 //! `cargo bench -p pimdiff-isa --bench interp [-- FILTER]` (FILTER: `mvmul`, or part of a
 //! program name).
@@ -13,7 +14,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use ndarray::Array3;
-use pimdiff_isa::machine::{Machine, MachineOptions, RunOutcome};
+use pimdiff_isa::machine::{Event, Machine, MachineOptions, Observer, RunOutcome, Site, View};
 use pimdiff_isa::xbar::{ArrayGroup, CoreCrossbars};
 use pimdiff_isa::{Arch, CrossbarExport, GroupSpec, Inst, Program, Reg, Width};
 use rand::{Rng, SeedableRng};
@@ -191,17 +192,7 @@ fn bench_program(path: &Path, name: &str) {
         program.cores.len() as u32,
         &Default::default(),
     );
-    let t = Instant::now();
-    let mut m = Machine::new(
-        &program,
-        &CrossbarExport::default(),
-        arch,
-        MachineOptions::default(),
-    )
-    .unwrap();
-    let outcome = m.run();
-    let run = t.elapsed().as_secs_f64();
-    let n = m.stats().instructions;
+    let (outcome, run, n) = timed_run(&program, arch, None);
     println!(
         "{name}: {} cores, {n} instructions, load {load:.2} s, run {run:.2} s ({:.1} M instructions/s), total {:.2} s, {}",
         program.cores.len(),
@@ -209,4 +200,37 @@ fn bench_program(path: &Path, name: &str) {
         load + run,
         outcome.kind()
     );
+    let (_, observed, _) = timed_run(&program, arch, Some(&mut Nothing));
+    println!(
+        "{name}: observed by an observer that does nothing: run {observed:.2} s ({:.2}x)",
+        observed / run
+    );
+}
+
+/// Runs `program` with zero cells, optionally observed: outcome, seconds, instructions.
+fn timed_run(
+    program: &Program,
+    arch: Arch,
+    observer: Option<&mut dyn Observer>,
+) -> (RunOutcome, f64, u64) {
+    let t = Instant::now();
+    let mut m = Machine::new(
+        program,
+        &CrossbarExport::default(),
+        arch,
+        MachineOptions::default(),
+    )
+    .unwrap();
+    let outcome = match observer {
+        Some(o) => m.run_observed(o),
+        None => m.run(),
+    };
+    (outcome, t.elapsed().as_secs_f64(), m.stats().instructions)
+}
+
+/// The cost of delivering events, without the cost of consuming them.
+struct Nothing;
+
+impl Observer for Nothing {
+    fn event(&mut self, _: &Site, _: &Event<'_>, _: &View<'_>) {}
 }

@@ -1,4 +1,4 @@
-//! Load time of the ten PIMCOMP-NN programs in `shared/external/pimcomp/`.
+//! Load time of the ten PIMCOMP-NN programs (the folder `PIMDIFF_PIMCOMP_DIR` names).
 //!
 //! `cargo bench -p pimdiff-isa --bench load [-- NAME-FILTER]` prints, per program: cores,
 //! instructions, decompressed JSON size, and the time of `formats::load_program` (gzip

@@ -10,7 +10,7 @@
 //! ```
 //!
 //! Bundles come from external compilers too, so [`Bundle::read_dir`] trusts nothing: every
-//! file is size-bounded before it is read, constant file names must be plain names inside the
+//! file goes through the bounded reader (`pimdiff_input`) and is size-bounded before it is read, constant file names must be plain names inside the
 //! bundle, and every tensor slot and segment must lie inside the 4 GiB global memory. Errors
 //! name the file at fault.
 //!
@@ -105,10 +105,10 @@ pub struct ConstSegment {
     pub data: Vec<u8>,
 }
 
-/// The largest file a bundle reader accepts for `io.json` (1 MiB).
-pub const MAX_MANIFEST_BYTES: u64 = 1 << 20;
-/// The largest constant segment a bundle may carry (256 MiB).
-pub const MAX_CONSTANT_BYTES: u64 = 1 << 28;
+/// The largest file a bundle reader accepts for `io.json` (1 MiB, `pimdiff_input`'s limit).
+pub const MAX_MANIFEST_BYTES: u64 = pimdiff_input::MAX_MANIFEST_BYTES.bytes;
+/// The largest constant segment a bundle may carry (256 MiB, `pimdiff_input`'s limit).
+pub const MAX_CONSTANT_BYTES: u64 = pimdiff_input::MAX_CONSTANT_BYTES.bytes;
 /// The largest tensor slot (elements) a manifest may declare: 2^26, beyond every case limit.
 pub const MAX_SLOT_ELEMENTS: usize = 1 << 26;
 
@@ -117,6 +117,12 @@ pub const MAX_SLOT_ELEMENTS: usize = 1 << 26;
 pub enum BundleError {
     #[error("{}: {source}", path.display())]
     Io { path: PathBuf, source: io::Error },
+    /// The bounded reader refused the file (empty, or above its limit; `pimdiff_input`).
+    #[error("{}: {source}", path.display())]
+    Input {
+        path: PathBuf,
+        source: pimdiff_input::InputError,
+    },
     #[error("{}: invalid JSON: {source}", path.display())]
     Json {
         path: PathBuf,
@@ -381,29 +387,13 @@ fn check_file_name(c: &ConstSegment) -> Result<(), ManifestProblem> {
     }
 }
 
-/// Read a whole file, refusing one larger than `limit` bytes before reading it.
-pub(crate) fn read_bounded(path: &Path, limit: u64) -> Result<Vec<u8>, BundleError> {
-    let io_err = |source| BundleError::Io {
-        path: path.to_path_buf(),
-        source,
-    };
-    let meta = fs::metadata(path).map_err(io_err)?;
-    if !meta.is_file() {
-        return Err(io_err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            "not a regular file",
-        )));
+/// A refusal of the bounded reader for `path`, an operating-system error as [`BundleError::Io`].
+fn input_error(path: &Path, e: pimdiff_input::InputError) -> BundleError {
+    let path = path.to_path_buf();
+    match e {
+        pimdiff_input::InputError::Io(source) => BundleError::Io { path, source },
+        source => BundleError::Input { path, source },
     }
-    if meta.len() > limit {
-        return Err(io_err(io::Error::new(
-            io::ErrorKind::InvalidData,
-            format!(
-                "file has {} bytes, more than the limit of {limit}",
-                meta.len()
-            ),
-        )));
-    }
-    fs::read(path).map_err(io_err)
 }
 
 impl IoManifest {
@@ -429,7 +419,8 @@ impl IoManifest {
     /// Read `io.json` and its constant files from `dir`, checking everything.
     pub fn read_dir(dir: &Path) -> Result<IoManifest, BundleError> {
         let path = dir.join("io.json");
-        let bytes = read_bounded(&path, MAX_MANIFEST_BYTES)?;
+        let bytes = pimdiff_input::read_file(&path, pimdiff_input::MAX_MANIFEST_BYTES)
+            .map_err(|e| input_error(&path, e))?;
         let mut manifest: IoManifest =
             serde_json::from_slice(&bytes).map_err(|source| BundleError::Json {
                 path: path.clone(),
@@ -458,7 +449,9 @@ impl IoManifest {
                     limit: MAX_CONSTANT_BYTES,
                 }));
             }
-            c.data = read_bounded(&p, MAX_CONSTANT_BYTES)?;
+            // A zero-length segment is valid data.
+            c.data = pimdiff_input::read_file_maybe_empty(&p, pimdiff_input::MAX_CONSTANT_BYTES)
+                .map_err(|e| input_error(&p, e))?;
             check_range(
                 &format!("constant {:?}", c.name),
                 c.addr,

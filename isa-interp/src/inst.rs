@@ -8,11 +8,34 @@
 //!
 //! The layout is kept compact (at most 20 bytes) because real PIMCOMP-NN programs carry
 //! several million instructions.
+//!
+//! # The instruction table
+//!
+//! [`for_each_inst!`] is the one definition of the instruction set: one row per opcode giving
+//! its mnemonic and accepted aliases, its [`Category`], the [`Inst`] variant (and sub-op) it
+//! decodes to, and its operands in order, each as `inst_field: kind(JSON key)`. Everything
+//! else that depends on the list of instructions is generated from it: [`Opcode`] and its
+//! name table, [`Inst::opcode`], the JSON decoder and encoder (`formats::decode`,
+//! `formats::json`), the assembler and disassembler (`formats::asm`) and [`Opcode::ALL`], which
+//! the tests iterate. An operand kind (`reg`, `bytes`, `offset`, ...) says how the operand is
+//! spelled in JSON and in assembly text; each consumer implements every kind once
+//! (`formats::operand` lists them with their spellings).
+//!
+//! To add an instruction:
+//! 1. add its row to [`for_each_inst!`] (and, if it shares a shape with others, a variant to
+//!    that shape's sub-op enum below, or a new [`Inst`] variant);
+//! 2. give it semantics in `machine/` (the compiler points at the missing match arm) and a
+//!    case in the random program generator (`gen.rs`, same);
+//! 3. test it: `tests/machine_ops.rs` for its effect; the round-trip properties and the
+//!    format tests cover its JSON and assembly spellings through [`Opcode::ALL`].
+//!
+//! A new operand *kind* (a new way of spelling an operand) also needs one method in each of
+//! `formats::operand`, `formats::decode`, `formats::json` and `formats::asm`.
 
 use std::fmt;
 
 /// A general register index, `0..32`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Reg(u8);
 
 impl Reg {
@@ -38,6 +61,13 @@ impl fmt::Display for Reg {
 /// An element width in bits, `1..=32`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Width(u8);
+
+/// 8 bits, the reset value of a core's widths.
+impl Default for Width {
+    fn default() -> Width {
+        Width::W8
+    }
+}
 
 impl Width {
     pub const W8: Width = Width(8);
@@ -68,7 +98,10 @@ pub struct Offset {
 }
 
 impl Offset {
-    pub const ZERO: Offset = Offset { select: 0, value: 0 };
+    pub const ZERO: Offset = Offset {
+        select: 0,
+        value: 0,
+    };
 
     pub fn applies_to_rd(self) -> bool {
         self.select & 1 != 0
@@ -137,168 +170,260 @@ pub enum MemOp {
 pub enum Inst {
     Nop,
     /// `rd = imm`.
-    Sldi { rd: Reg, imm: i32 },
+    Sldi {
+        rd: Reg,
+        imm: i32,
+    },
     /// `rd = GMem32[rs1 + offset]`; the offset is added unconditionally.
-    Sld { rd: Reg, rs1: Reg, offset: i32 },
-    /// `sadd` / `ssub` / `smul`.
-    Scalar { op: ScalarOp, rd: Reg, rs1: Reg, rs2: Reg },
-    /// `saddi` / `smuli`.
-    ScalarImm { op: ScalarImmOp, rd: Reg, rs1: Reg, imm: i32 },
-    Setbw { ibiw: Width, obiw: Width },
+    Sld {
+        rd: Reg,
+        rs1: Reg,
+        offset: i32,
+    },
+    /// Register-register arithmetic.
+    Scalar {
+        op: ScalarOp,
+        rd: Reg,
+        rs1: Reg,
+        rs2: Reg,
+    },
+    /// Register-immediate arithmetic.
+    ScalarImm {
+        op: ScalarImmOp,
+        rd: Reg,
+        rs1: Reg,
+        imm: i32,
+    },
+    Setbw {
+        ibiw: Width,
+        obiw: Width,
+    },
     /// Multiply the `rows` input elements at `rs1` by array group `group`.
     /// `group` is a group number, or (for PIMCOMP-NN's format without an
     /// `array_group_map`) the number of arrays used; the program's config says which.
-    Mvmul { rd: Reg, rs1: Reg, mbiw: Width, relu: bool, group: u32 },
-    BinVec { op: BinVecOp, rd: Reg, rs1: Reg, rs2: Reg, len: u32, offset: Offset },
-    UnVec { op: UnVecOp, rd: Reg, rs1: Reg, len: u32, offset: Offset },
+    Mvmul {
+        rd: Reg,
+        rs1: Reg,
+        mbiw: Width,
+        relu: bool,
+        group: u32,
+    },
+    BinVec {
+        op: BinVecOp,
+        rd: Reg,
+        rs1: Reg,
+        rs2: Reg,
+        len: u32,
+        offset: Offset,
+    },
+    UnVec {
+        op: UnVecOp,
+        rd: Reg,
+        rs1: Reg,
+        len: u32,
+        offset: Offset,
+    },
     /// Average of `len` elements at `rs1 + offset·ibyw` with a stride of `rs2` elements.
-    Vavg { rd: Reg, rs1: Reg, rs2: Reg, len: u32, offset: i32 },
+    Vavg {
+        rd: Reg,
+        rs1: Reg,
+        rs2: Reg,
+        len: u32,
+        offset: i32,
+    },
     /// Gather `len` elements at `rs1` with a stride of `rs2` elements into `rd`.
-    Vmv { rd: Reg, rs1: Reg, rs2: Reg, len: u32 },
-    /// `ld` / `st` / `lmv`; `size` is in bytes.
-    Mem { op: MemOp, rd: Reg, rs1: Reg, size: u32, offset: Offset },
+    Vmv {
+        rd: Reg,
+        rs1: Reg,
+        rs2: Reg,
+        len: u32,
+    },
+    /// Transfers between or within memories; `size` is in bytes.
+    Mem {
+        op: MemOp,
+        rd: Reg,
+        rs1: Reg,
+        size: u32,
+        offset: Offset,
+    },
     /// memset `size` bytes at `rd + offset` to `imm`.
     /// `from_float` records that the file gave the immediate as a float (PIMCOMP-NN's
     /// average-pooling constants), truncated toward zero; the machine counts those.
-    Lldi { rd: Reg, imm: u8, size: u32, offset: i32, from_float: bool },
+    Lldi {
+        rd: Reg,
+        imm: u8,
+        size: u32,
+        offset: i32,
+        from_float: bool,
+    },
     /// Synchronous send of `size` bytes at `rs1 + offset` to `core`.
-    Send { rs1: Reg, core: u32, size: u32, offset: i32 },
+    Send {
+        rs1: Reg,
+        core: u32,
+        size: u32,
+        offset: i32,
+    },
     /// Receive `size` bytes from `core` into `rd + offset`.
-    Recv { rd: Reg, core: u32, size: u32, offset: i32 },
+    Recv {
+        rd: Reg,
+        core: u32,
+        size: u32,
+        offset: i32,
+    },
     /// Block until event register `event` equals `value`, then reset it to 0.
-    Wait { event: Reg, value: i32 },
+    Wait {
+        event: Reg,
+        value: i32,
+    },
     /// Add 1 to event register `event` of `core`.
-    Sync { event: Reg, core: u32 },
+    Sync {
+        event: Reg,
+        core: u32,
+    },
 }
 
-/// The opcode of an instruction, for statistics and reports (31 of them).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Opcode {
-    Nop,
-    Sldi,
-    Sld,
-    Sadd,
-    Ssub,
-    Smul,
-    Saddi,
-    Smuli,
-    Setbw,
-    Mvmul,
-    Vvadd,
-    Vvsub,
-    Vvmul,
-    Vvdmul,
-    Vvmax,
-    Vvsll,
-    Vvsra,
-    Vavg,
-    Vrelu,
-    Vtanh,
-    Vsigm,
-    Vmv,
-    Vrsu,
-    Vrsl,
-    Ld,
-    St,
-    Lldi,
-    Lmv,
-    Send,
-    Recv,
-    Wait,
-    Sync,
+/// The instruction set, one row per opcode (see the module doc for what is derived from it):
+///
+/// ```text
+/// Opcode  "mnemonic" ["alias", ...]  Category  Inst-variant [sub-op]  { inst_field: kind(JSON key), ... };
+/// ```
+///
+/// Operand kinds (their spellings are in `formats::operand`): `reg` / `event` (a register,
+/// positional `rN` / `eN` in assembly), `send_source` (`rs1`, or `rd` as PIMCOMP-NN writes
+/// it), `imm32`, `width`, `u32`, `i32`, `relu`, `lldi_byte` + `lldi_float` (a byte immediate
+/// and whether the file wrote it as a float), `bytes` (a byte count, `len` or `size`; the key
+/// given is the canonical one), `offset` (select bits and value), `offset_value` (a value
+/// added unconditionally, written nested in `offset`) and `top_offset_value` (the same,
+/// written as a top-level `offset_value`). The row order is the [`Opcode`] order.
+///
+/// A consumer is a `macro_rules!` that takes the rows with this pattern:
+///
+/// ```text
+/// $( $op:ident $mn:literal [$($alias:literal),*] $cat:ident $variant:ident
+///    [$($sub:ident : $subv:path)?] { $($field:ident : $kind:ident ($($key:ident)?)),* } ;)*
+/// ```
+macro_rules! for_each_inst {
+    ($m:ident) => {
+        $m! {
+            Nop    "nop"    []            Synchronisation Nop       []                        {};
+            Sldi   "sldi"   []            Scalar    Sldi      []                        { rd: reg(Rd), imm: imm32(Imm) };
+            Sld    "sld"    []            Transfer  Sld       []                        { rd: reg(Rd), rs1: reg(Rs1), offset: top_offset_value() };
+            Sadd   "sadd"   []            Scalar    Scalar    [op: ScalarOp::Add]       { rd: reg(Rd), rs1: reg(Rs1), rs2: reg(Rs2) };
+            Ssub   "ssub"   []            Scalar    Scalar    [op: ScalarOp::Sub]       { rd: reg(Rd), rs1: reg(Rs1), rs2: reg(Rs2) };
+            Smul   "smul"   []            Scalar    Scalar    [op: ScalarOp::Mul]       { rd: reg(Rd), rs1: reg(Rs1), rs2: reg(Rs2) };
+            Saddi  "saddi"  []            Scalar    ScalarImm [op: ScalarImmOp::Add]    { rd: reg(Rd), rs1: reg(Rs1), imm: imm32(Imm) };
+            Smuli  "smuli"  []            Scalar    ScalarImm [op: ScalarImmOp::Mul]    { rd: reg(Rd), rs1: reg(Rs1), imm: imm32(Imm) };
+            Setbw  "setbw"  []            Vector    Setbw     []                        { ibiw: width(Ibiw), obiw: width(Obiw) };
+            Mvmul  "mvmul"  []            Matrix    Mvmul     []                        { rd: reg(Rd), rs1: reg(Rs1), mbiw: width(Mbiw), relu: relu(), group: u32(Group) };
+            Vvadd  "vvadd"  []            Vector    BinVec    [op: BinVecOp::Vvadd]     { rd: reg(Rd), rs1: reg(Rs1), rs2: reg(Rs2), len: u32(Len), offset: offset() };
+            Vvsub  "vvsub"  ["vsub"]      Vector    BinVec    [op: BinVecOp::Vvsub]     { rd: reg(Rd), rs1: reg(Rs1), rs2: reg(Rs2), len: u32(Len), offset: offset() };
+            Vvmul  "vvmul"  []            Vector    BinVec    [op: BinVecOp::Vvmul]     { rd: reg(Rd), rs1: reg(Rs1), rs2: reg(Rs2), len: u32(Len), offset: offset() };
+            Vvdmul "vvdmul" []            Vector    BinVec    [op: BinVecOp::Vvdmul]    { rd: reg(Rd), rs1: reg(Rs1), rs2: reg(Rs2), len: u32(Len), offset: offset() };
+            Vvmax  "vvmax"  []            Vector    BinVec    [op: BinVecOp::Vvmax]     { rd: reg(Rd), rs1: reg(Rs1), rs2: reg(Rs2), len: u32(Len), offset: offset() };
+            Vvsll  "vvsll"  []            Vector    BinVec    [op: BinVecOp::Vvsll]     { rd: reg(Rd), rs1: reg(Rs1), rs2: reg(Rs2), len: u32(Len), offset: offset() };
+            Vvsra  "vvsra"  []            Vector    BinVec    [op: BinVecOp::Vvsra]     { rd: reg(Rd), rs1: reg(Rs1), rs2: reg(Rs2), len: u32(Len), offset: offset() };
+            Vavg   "vavg"   []            Vector    Vavg      []                        { rd: reg(Rd), rs1: reg(Rs1), rs2: reg(Rs2), len: u32(Len), offset: offset_value() };
+            Vrelu  "vrelu"  []            Vector    UnVec     [op: UnVecOp::Vrelu]      { rd: reg(Rd), rs1: reg(Rs1), len: u32(Len), offset: offset() };
+            Vtanh  "vtanh"  []            Vector    UnVec     [op: UnVecOp::Vtanh]      { rd: reg(Rd), rs1: reg(Rs1), len: u32(Len), offset: offset() };
+            Vsigm  "vsigm"  ["vsigmoid"]  Vector    UnVec     [op: UnVecOp::Vsigm]      { rd: reg(Rd), rs1: reg(Rs1), len: u32(Len), offset: offset() };
+            Vmv    "vmv"    []            Vector    Vmv       []                        { rd: reg(Rd), rs1: reg(Rs1), rs2: reg(Rs2), len: u32(Len) };
+            Vrsu   "vrsu"   []            Vector    BinVec    [op: BinVecOp::Vrsu]      { rd: reg(Rd), rs1: reg(Rs1), rs2: reg(Rs2), len: u32(Len), offset: offset() };
+            Vrsl   "vrsl"   []            Vector    BinVec    [op: BinVecOp::Vrsl]      { rd: reg(Rd), rs1: reg(Rs1), rs2: reg(Rs2), len: u32(Len), offset: offset() };
+            Ld     "ld"     []            Transfer  Mem       [op: MemOp::Ld]           { rd: reg(Rd), rs1: reg(Rs1), size: bytes(Size), offset: offset() };
+            St     "st"     []            Transfer  Mem       [op: MemOp::St]           { rd: reg(Rd), rs1: reg(Rs1), size: bytes(Size), offset: offset() };
+            Lldi   "lldi"   []            Transfer  Lldi      []                        { rd: reg(Rd), imm: lldi_byte(), from_float: lldi_float(), size: bytes(Len), offset: offset_value() };
+            Lmv    "lmv"    []            Transfer  Mem       [op: MemOp::Lmv]          { rd: reg(Rd), rs1: reg(Rs1), size: bytes(Len), offset: offset() };
+            Send   "send"   []            Transfer  Send      []                        { rs1: send_source(), core: u32(Core), size: bytes(Size), offset: offset_value() };
+            Recv   "recv"   []            Transfer  Recv      []                        { rd: reg(Rd), core: u32(Core), size: bytes(Size), offset: offset_value() };
+            Wait   "wait"   []            Synchronisation Wait      []                        { event: event(EventRegister), value: i32(WaitValue) };
+            Sync   "sync"   []            Synchronisation Sync      []                        { event: event(EventRegister), core: u32(Core) };
+        }
+    };
 }
+pub(crate) use for_each_inst;
+
+/// What an instruction does, as isa.md groups them. [`Category::Transfer`] is the
+/// memory-bound class the thesis counts (transfers between or within memories and over the
+/// network, and the scalar load).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Category {
+    /// Register arithmetic.
+    Scalar,
+    /// Crossbar matrix-vector multiplication.
+    Matrix,
+    /// Vector operations on local memory, and the width setting they use.
+    Vector,
+    /// Moves bytes between or within memories, or between cores.
+    Transfer,
+    /// Event registers (and the empty instruction, listed with them in isa.md).
+    Synchronisation,
+}
+
+/// Generates [`Opcode`], its name table and category, and [`Inst::opcode`] from the rows.
+macro_rules! define_opcodes {
+    ($( $op:ident $mn:literal [$($alias:literal),*] $cat:ident $variant:ident
+        [$($sub:ident : $subv:path)?] { $($field:ident : $kind:ident ($($key:ident)?)),* } ;)*) => {
+        /// The opcode of an instruction, one per row of [`for_each_inst!`], in its order.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum Opcode {
+            $($op,)*
+        }
+
+        impl Opcode {
+            /// Every opcode, in a fixed order (usable as an index with `as usize`).
+            pub const ALL: [Opcode; [$($mn),*].len()] = [$(Opcode::$op),*];
+
+            /// The canonical mnemonic, as written in JSON `op` fields and in assembly text.
+            pub fn mnemonic(self) -> &'static str {
+                match self {
+                    $(Opcode::$op => $mn,)*
+                }
+            }
+
+            /// Other spellings accepted when reading (PIMCOMP-NN's).
+            pub fn aliases(self) -> &'static [&'static str] {
+                match self {
+                    $(Opcode::$op => &[$($alias),*],)*
+                }
+            }
+
+            /// Parse a mnemonic or an alias.
+            pub fn from_mnemonic(s: &str) -> Option<Opcode> {
+                match s {
+                    $($mn $(| $alias)* => Some(Opcode::$op),)*
+                    _ => None,
+                }
+            }
+
+            pub fn category(self) -> Category {
+                match self {
+                    $(Opcode::$op => Category::$cat,)*
+                }
+            }
+
+            /// The instruction of this opcode with every operand zero (`r0`, width 8).
+            pub fn template(self) -> Inst {
+                match self {
+                    $(Opcode::$op => Inst::$variant { $($sub: $subv,)? $($field: Default::default(),)* },)*
+                }
+            }
+        }
+
+        impl Inst {
+            pub fn opcode(&self) -> Opcode {
+                match *self {
+                    $(Inst::$variant { $($sub: $subv,)? .. } => Opcode::$op,)*
+                }
+            }
+        }
+    };
+}
+for_each_inst!(define_opcodes);
 
 impl Opcode {
-    /// Every opcode, in a fixed order (usable as an index with `as usize`).
-    pub const ALL: [Opcode; 32] = [
-        Opcode::Nop,
-        Opcode::Sldi,
-        Opcode::Sld,
-        Opcode::Sadd,
-        Opcode::Ssub,
-        Opcode::Smul,
-        Opcode::Saddi,
-        Opcode::Smuli,
-        Opcode::Setbw,
-        Opcode::Mvmul,
-        Opcode::Vvadd,
-        Opcode::Vvsub,
-        Opcode::Vvmul,
-        Opcode::Vvdmul,
-        Opcode::Vvmax,
-        Opcode::Vvsll,
-        Opcode::Vvsra,
-        Opcode::Vavg,
-        Opcode::Vrelu,
-        Opcode::Vtanh,
-        Opcode::Vsigm,
-        Opcode::Vmv,
-        Opcode::Vrsu,
-        Opcode::Vrsl,
-        Opcode::Ld,
-        Opcode::St,
-        Opcode::Lldi,
-        Opcode::Lmv,
-        Opcode::Send,
-        Opcode::Recv,
-        Opcode::Wait,
-        Opcode::Sync,
-    ];
-
-    /// The canonical mnemonic, as written in JSON `op` fields and in assembly text.
-    pub fn mnemonic(self) -> &'static str {
-        match self {
-            Opcode::Nop => "nop",
-            Opcode::Sldi => "sldi",
-            Opcode::Sld => "sld",
-            Opcode::Sadd => "sadd",
-            Opcode::Ssub => "ssub",
-            Opcode::Smul => "smul",
-            Opcode::Saddi => "saddi",
-            Opcode::Smuli => "smuli",
-            Opcode::Setbw => "setbw",
-            Opcode::Mvmul => "mvmul",
-            Opcode::Vvadd => "vvadd",
-            Opcode::Vvsub => "vvsub",
-            Opcode::Vvmul => "vvmul",
-            Opcode::Vvdmul => "vvdmul",
-            Opcode::Vvmax => "vvmax",
-            Opcode::Vvsll => "vvsll",
-            Opcode::Vvsra => "vvsra",
-            Opcode::Vavg => "vavg",
-            Opcode::Vrelu => "vrelu",
-            Opcode::Vtanh => "vtanh",
-            Opcode::Vsigm => "vsigm",
-            Opcode::Vmv => "vmv",
-            Opcode::Vrsu => "vrsu",
-            Opcode::Vrsl => "vrsl",
-            Opcode::Ld => "ld",
-            Opcode::St => "st",
-            Opcode::Lldi => "lldi",
-            Opcode::Lmv => "lmv",
-            Opcode::Send => "send",
-            Opcode::Recv => "recv",
-            Opcode::Wait => "wait",
-            Opcode::Sync => "sync",
-        }
-    }
-
-    /// Parse a mnemonic, accepting PIMCOMP-NN's spellings `vsub` and `vsigmoid`.
-    pub fn from_mnemonic(s: &str) -> Option<Opcode> {
-        match s {
-            "vsub" => return Some(Opcode::Vvsub),
-            "vsigmoid" => return Some(Opcode::Vsigm),
-            _ => {}
-        }
-        Opcode::ALL.iter().copied().find(|op| op.mnemonic() == s)
-    }
-
-    /// Memory-bound ops (transfers), as the thesis counts them.
+    /// Memory-bound ops (the [`Category::Transfer`] class), as the thesis counts them.
     pub fn is_memory_bound(self) -> bool {
-        matches!(
-            self,
-            Opcode::Ld | Opcode::St | Opcode::Lmv | Opcode::Lldi | Opcode::Send | Opcode::Recv
-        )
+        self.category() == Category::Transfer
     }
 }
 
@@ -308,79 +433,29 @@ impl fmt::Display for Opcode {
     }
 }
 
-/// Opcode → sub-op for the variants that group several opcodes. One mapping, used by every
-/// reader and generator, so a new opcode cannot be mapped differently in two places.
+/// Opcode → sub-op for the variants that group several opcodes, read off the opcode's
+/// [`Opcode::template`], so that the mapping is the table's.
 macro_rules! sub_op_from_opcode {
-    ($ty:ident { $($opcode:ident => $variant:ident),+ $(,)? }) => {
-        impl $ty {
+    ($($ty:ident in $variant:ident),+ $(,)?) => {
+        $(impl $ty {
             /// The sub-op an opcode selects, `None` for opcodes of another shape.
             pub fn from_opcode(op: Opcode) -> Option<$ty> {
-                match op {
-                    $(Opcode::$opcode => Some($ty::$variant),)+
+                match op.template() {
+                    Inst::$variant { op, .. } => Some(op),
                     _ => None,
                 }
             }
-        }
+        })+
     };
 }
 
-sub_op_from_opcode!(ScalarOp { Sadd => Add, Ssub => Sub, Smul => Mul });
-sub_op_from_opcode!(ScalarImmOp { Saddi => Add, Smuli => Mul });
-sub_op_from_opcode!(BinVecOp {
-    Vvadd => Vvadd, Vvsub => Vvsub, Vvmul => Vvmul, Vvdmul => Vvdmul, Vvmax => Vvmax,
-    Vvsll => Vvsll, Vvsra => Vvsra, Vrsu => Vrsu, Vrsl => Vrsl,
-});
-sub_op_from_opcode!(UnVecOp { Vrelu => Vrelu, Vtanh => Vtanh, Vsigm => Vsigm });
-sub_op_from_opcode!(MemOp { Ld => Ld, St => St, Lmv => Lmv });
-
-impl Inst {
-    pub fn opcode(&self) -> Opcode {
-        match *self {
-            Inst::Nop => Opcode::Nop,
-            Inst::Sldi { .. } => Opcode::Sldi,
-            Inst::Sld { .. } => Opcode::Sld,
-            Inst::Scalar { op, .. } => match op {
-                ScalarOp::Add => Opcode::Sadd,
-                ScalarOp::Sub => Opcode::Ssub,
-                ScalarOp::Mul => Opcode::Smul,
-            },
-            Inst::ScalarImm { op, .. } => match op {
-                ScalarImmOp::Add => Opcode::Saddi,
-                ScalarImmOp::Mul => Opcode::Smuli,
-            },
-            Inst::Setbw { .. } => Opcode::Setbw,
-            Inst::Mvmul { .. } => Opcode::Mvmul,
-            Inst::BinVec { op, .. } => match op {
-                BinVecOp::Vvadd => Opcode::Vvadd,
-                BinVecOp::Vvsub => Opcode::Vvsub,
-                BinVecOp::Vvmul => Opcode::Vvmul,
-                BinVecOp::Vvdmul => Opcode::Vvdmul,
-                BinVecOp::Vvmax => Opcode::Vvmax,
-                BinVecOp::Vvsll => Opcode::Vvsll,
-                BinVecOp::Vvsra => Opcode::Vvsra,
-                BinVecOp::Vrsu => Opcode::Vrsu,
-                BinVecOp::Vrsl => Opcode::Vrsl,
-            },
-            Inst::UnVec { op, .. } => match op {
-                UnVecOp::Vrelu => Opcode::Vrelu,
-                UnVecOp::Vtanh => Opcode::Vtanh,
-                UnVecOp::Vsigm => Opcode::Vsigm,
-            },
-            Inst::Vavg { .. } => Opcode::Vavg,
-            Inst::Vmv { .. } => Opcode::Vmv,
-            Inst::Mem { op, .. } => match op {
-                MemOp::Ld => Opcode::Ld,
-                MemOp::St => Opcode::St,
-                MemOp::Lmv => Opcode::Lmv,
-            },
-            Inst::Lldi { .. } => Opcode::Lldi,
-            Inst::Send { .. } => Opcode::Send,
-            Inst::Recv { .. } => Opcode::Recv,
-            Inst::Wait { .. } => Opcode::Wait,
-            Inst::Sync { .. } => Opcode::Sync,
-        }
-    }
-}
+sub_op_from_opcode!(
+    ScalarOp in Scalar,
+    ScalarImmOp in ScalarImm,
+    BinVecOp in BinVec,
+    UnVecOp in UnVec,
+    MemOp in Mem,
+);
 
 #[cfg(test)]
 mod tests {
@@ -388,7 +463,11 @@ mod tests {
 
     #[test]
     fn inst_is_compact() {
-        assert!(std::mem::size_of::<Inst>() <= 20, "{}", std::mem::size_of::<Inst>());
+        assert!(
+            std::mem::size_of::<Inst>() <= 20,
+            "{}",
+            std::mem::size_of::<Inst>()
+        );
     }
 
     #[test]
@@ -396,24 +475,70 @@ mod tests {
         let r = Reg::new(0).unwrap();
         for op in Opcode::ALL {
             if let Some(o) = ScalarOp::from_opcode(op) {
-                assert_eq!(Inst::Scalar { op: o, rd: r, rs1: r, rs2: r }.opcode(), op);
+                assert_eq!(
+                    Inst::Scalar {
+                        op: o,
+                        rd: r,
+                        rs1: r,
+                        rs2: r
+                    }
+                    .opcode(),
+                    op
+                );
             }
             if let Some(o) = ScalarImmOp::from_opcode(op) {
-                assert_eq!(Inst::ScalarImm { op: o, rd: r, rs1: r, imm: 0 }.opcode(), op);
+                assert_eq!(
+                    Inst::ScalarImm {
+                        op: o,
+                        rd: r,
+                        rs1: r,
+                        imm: 0
+                    }
+                    .opcode(),
+                    op
+                );
             }
             if let Some(o) = BinVecOp::from_opcode(op) {
-                let i = Inst::BinVec { op: o, rd: r, rs1: r, rs2: r, len: 0, offset: Offset::ZERO };
+                let i = Inst::BinVec {
+                    op: o,
+                    rd: r,
+                    rs1: r,
+                    rs2: r,
+                    len: 0,
+                    offset: Offset::ZERO,
+                };
                 assert_eq!(i.opcode(), op);
             }
             if let Some(o) = UnVecOp::from_opcode(op) {
-                let i = Inst::UnVec { op: o, rd: r, rs1: r, len: 0, offset: Offset::ZERO };
+                let i = Inst::UnVec {
+                    op: o,
+                    rd: r,
+                    rs1: r,
+                    len: 0,
+                    offset: Offset::ZERO,
+                };
                 assert_eq!(i.opcode(), op);
             }
             if let Some(o) = MemOp::from_opcode(op) {
-                let i = Inst::Mem { op: o, rd: r, rs1: r, size: 0, offset: Offset::ZERO };
+                let i = Inst::Mem {
+                    op: o,
+                    rd: r,
+                    rs1: r,
+                    size: 0,
+                    offset: Offset::ZERO,
+                };
                 assert_eq!(i.opcode(), op);
             }
         }
+    }
+
+    #[test]
+    fn templates_have_their_opcode() {
+        for op in Opcode::ALL {
+            assert_eq!(op.template().opcode(), op);
+        }
+        assert!(Opcode::Lmv.is_memory_bound() && Opcode::Sld.is_memory_bound());
+        assert!(!Opcode::Vvadd.is_memory_bound() && !Opcode::Wait.is_memory_bound());
     }
 
     #[test]

@@ -62,7 +62,7 @@ pub struct Arch {
 }
 
 impl Arch {
-    /// Defaults large enough for every PIMCOMP-NN program in `shared/external/pimcomp`:
+    /// Defaults large enough for every PIMCOMP-NN program we test against:
     /// 128×128 crossbars, 64 arrays per core (their `xbar_array_count`).
     pub const DEFAULT_ARRAYS_PER_CORE: u32 = 64;
     pub const DEFAULT_ARRAY_ROWS: u32 = 128;
@@ -85,12 +85,27 @@ impl Arch {
     /// [`crate::machine::Machine::new`] rejects those with a typed `SetupError`.
     pub fn resolve(hints: &ArchHints, cores: u32, overrides: &ArchHints) -> Arch {
         let pick = |o: Option<u32>, h: Option<u32>, d: u32| o.or(h).unwrap_or(d);
-        let [mesh_rows, mesh_cols] = overrides.mesh.or(hints.mesh).unwrap_or_else(|| Arch::default_mesh(cores));
+        let [mesh_rows, mesh_cols] = overrides
+            .mesh
+            .or(hints.mesh)
+            .unwrap_or_else(|| Arch::default_mesh(cores));
         Arch {
             cores,
-            arrays_per_core: pick(overrides.arrays_per_core, hints.arrays_per_core, Self::DEFAULT_ARRAYS_PER_CORE),
-            array_rows: pick(overrides.array_rows, hints.array_rows, Self::DEFAULT_ARRAY_ROWS),
-            array_cols: pick(overrides.array_cols, hints.array_cols, Self::DEFAULT_ARRAY_COLS),
+            arrays_per_core: pick(
+                overrides.arrays_per_core,
+                hints.arrays_per_core,
+                Self::DEFAULT_ARRAYS_PER_CORE,
+            ),
+            array_rows: pick(
+                overrides.array_rows,
+                hints.array_rows,
+                Self::DEFAULT_ARRAY_ROWS,
+            ),
+            array_cols: pick(
+                overrides.array_cols,
+                hints.array_cols,
+                Self::DEFAULT_ARRAY_COLS,
+            ),
             local_memory_bytes: pick(
                 overrides.local_memory_bytes,
                 hints.local_memory_bytes,
@@ -98,7 +113,11 @@ impl Arch {
             ),
             mesh_rows,
             mesh_cols,
-            frac_bits: pick(overrides.frac_bits, hints.frac_bits, Self::DEFAULT_FRAC_BITS),
+            frac_bits: pick(
+                overrides.frac_bits,
+                hints.frac_bits,
+                Self::DEFAULT_FRAC_BITS,
+            ),
         }
     }
 

@@ -41,7 +41,9 @@ pub struct ArrayGroup {
 
 use std::path::{Path, PathBuf};
 
-use ndarray_npy::{read_npy, write_npy, ReadNpyError};
+use ndarray::ArrayD;
+use ndarray_npy::{write_npy, ReadNpyError, ReadNpyExt};
+use pimdiff_input::npy::read_header;
 use serde::{Deserialize, Serialize};
 
 /// Why a crossbar export directory could not be read. Every variant names the file.
@@ -56,6 +58,12 @@ pub enum XbarError {
     Npy { path: PathBuf, message: String },
     #[error("{path}: cells must have 3 dimensions [arrays_per_core, array_rows, array_cols], found shape {shape:?}")]
     NpyShape { path: PathBuf, shape: Vec<usize> },
+    /// The bounded reader refused the file (empty, or above its limit; `pimdiff_input`).
+    #[error("{path}: {source}")]
+    Input {
+        path: PathBuf,
+        source: pimdiff_input::InputError,
+    },
     #[error("{path}: invalid JSON: {source}")]
     Json {
         path: PathBuf,
@@ -128,8 +136,8 @@ pub fn read_export_dir(dir: &Path) -> Result<CrossbarExport, XbarError> {
                 });
             }
         }
-        let text = std::fs::read_to_string(&json_path).map_err(io(&json_path))?;
-        let file: CoreFile = serde_json::from_str(&text).map_err(|source| XbarError::Json {
+        let text = read(&json_path, pimdiff_input::MAX_XBAR_JSON_BYTES)?;
+        let file: CoreFile = serde_json::from_slice(&text).map_err(|source| XbarError::Json {
             path: json_path.clone(),
             source,
         })?;
@@ -170,28 +178,55 @@ pub fn read_export_dir(dir: &Path) -> Result<CrossbarExport, XbarError> {
     Ok(export)
 }
 
-/// Reads cells stored as int8, int16 or int32.
-fn read_cells(path: &Path) -> Result<Array3<i32>, XbarError> {
-    let npy_err = |e: ReadNpyError| XbarError::Npy {
-        path: path.to_path_buf(),
-        message: e.to_string(),
-    };
-    let dyn_cells: ndarray::ArrayD<i32> = match read_npy::<_, ndarray::ArrayD<i8>>(path) {
-        Ok(a) => a.mapv(i32::from),
-        Err(ReadNpyError::WrongDescriptor(_)) => match read_npy::<_, ndarray::ArrayD<i16>>(path) {
-            Ok(a) => a.mapv(i32::from),
-            Err(ReadNpyError::WrongDescriptor(_)) => {
-                read_npy::<_, ndarray::ArrayD<i32>>(path).map_err(npy_err)?
-            }
-            Err(e) => return Err(npy_err(e)),
-        },
-        Err(ReadNpyError::Io(source)) => {
-            return Err(XbarError::Io {
-                path: path.to_path_buf(),
-                source,
-            })
+/// A file through the bounded reader; an operating-system error as [`XbarError::Io`].
+fn read(path: &Path, limit: pimdiff_input::Limit) -> Result<Vec<u8>, XbarError> {
+    pimdiff_input::read_file(path, limit).map_err(|e| {
+        let path = path.to_path_buf();
+        match e {
+            pimdiff_input::InputError::Io(source) => XbarError::Io { path, source },
+            source => XbarError::Input { path, source },
         }
-        Err(e) => return Err(npy_err(e)),
+    })
+}
+
+/// Reads cells stored as int8, int16 or int32. The header is checked against the bytes the
+/// file really holds before `ndarray_npy` allocates what the header asks for.
+fn read_cells(path: &Path) -> Result<Array3<i32>, XbarError> {
+    let bytes = read(path, pimdiff_input::MAX_XBAR_NPY_BYTES)?;
+    let npy_err = |message: String| XbarError::Npy {
+        path: path.to_path_buf(),
+        message,
+    };
+    let mut rest = &bytes[..];
+    let header = read_header(&mut rest).map_err(|e| npy_err(e.to_string()))?;
+    let item = match header.descr.as_str() {
+        "|i1" | "<i1" | "i1" | ">i1" => 1,
+        "<i2" | ">i2" => 2,
+        "<i4" | ">i4" => 4,
+        other => {
+            return Err(npy_err(format!(
+                "dtype {other:?} is not int8, int16 or int32"
+            )))
+        }
+    };
+    let needed = header.elements().and_then(|n| n.checked_mul(item));
+    if needed != Some(rest.len()) {
+        return Err(npy_err(format!(
+            "the header's shape {:?} needs {} bytes of data, the file has {}",
+            header.shape,
+            needed.map_or("more than 2^64".to_string(), |n| n.to_string()),
+            rest.len()
+        )));
+    }
+    let npy = |e: ReadNpyError| npy_err(e.to_string());
+    let dyn_cells: ArrayD<i32> = match item {
+        1 => ArrayD::<i8>::read_npy(&bytes[..])
+            .map_err(npy)?
+            .mapv(i32::from),
+        2 => ArrayD::<i16>::read_npy(&bytes[..])
+            .map_err(npy)?
+            .mapv(i32::from),
+        _ => ArrayD::<i32>::read_npy(&bytes[..]).map_err(npy)?,
     };
     let shape = dyn_cells.shape().to_vec();
     dyn_cells

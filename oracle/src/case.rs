@@ -1,5 +1,5 @@
 //! The case: one operator, one set of tensors, one target architecture
-//! (`shared/docs/case-format.md`, version 1).
+//! (`docs/case-format.md`, version 1).
 //!
 //! These types are the vocabulary shared by the generator, the compiler, the oracle and
 //! the corpus. A [`Case`] value is always *valid* (shapes agree, sizes within

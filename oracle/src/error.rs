@@ -164,6 +164,14 @@ pub enum CaseError {
     #[error("{file}: not a valid .npy file: {reason}")]
     Npy { file: &'static str, reason: String },
 
+    /// The bounded reader refused the file (empty, or another way its bytes cannot be read;
+    /// see `pimdiff_input`).
+    #[error("{file}: {source}")]
+    Input {
+        file: &'static str,
+        source: pimdiff_input::InputError,
+    },
+
     /// [`write_case`](crate::io::write_case) found a non-empty directory at the target.
     #[error("{}: already exists and is not empty (refusing to overwrite a case)", path.display())]
     AlreadyExists { path: PathBuf },
@@ -178,6 +186,29 @@ impl CaseError {
         CaseError::Io {
             path: path.into(),
             source,
+        }
+    }
+
+    /// A refusal of the bounded reader for `path` (named `file`): an operating-system error
+    /// as [`CaseError::Io`], a size above its limit as [`CaseError::BeyondLimit`], anything
+    /// else as [`CaseError::Input`].
+    pub(crate) fn input(
+        path: &std::path::Path,
+        file: &'static str,
+        e: pimdiff_input::InputError,
+    ) -> Self {
+        use pimdiff_input::InputError;
+        match e {
+            InputError::Io(source) => CaseError::io(path, source),
+            InputError::NotAFile => CaseError::NotAFile { file },
+            InputError::TooLarge { size, limit } => CaseError::BeyondLimit {
+                file,
+                what: "the file size".into(),
+                value: size as u128,
+                limit: limit.bytes as u128,
+                name: limit.name,
+            },
+            source => CaseError::Input { file, source },
         }
     }
 }

@@ -1,4 +1,4 @@
-//! The case directory on disk (`shared/docs/case-format.md`): reading, and atomic writing.
+//! The case directory on disk (`docs/case-format.md`): reading, and atomic writing.
 //!
 //! Reading checks everything the format's "rules for readers" list, in this order, and stops
 //! at the first problem: `case.json` (size, JSON syntax, `format`, fields and their types,
@@ -11,7 +11,7 @@
 //! into place in one step (then the parent is fsynced so the rename is durable).
 
 use std::fs::{self, File};
-use std::io::{BufWriter, Read, Write};
+use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -20,7 +20,7 @@ use ndarray_npy::{WritableElement, WriteNpyExt};
 
 use crate::case::Case;
 use crate::error::{CaseError, BIAS_NPY, CASE_JSON, EXPECTED_NPY, INPUT_NPY, WEIGHT_NPY};
-use crate::{json, limits, npy};
+use crate::{json, npy};
 
 /// Reads and validates the case in directory `dir`.
 ///
@@ -183,22 +183,10 @@ fn read_required_i8(
     npy::read_i8(&path, file, shape)
 }
 
-/// Reads `case.json`, refusing more than [`limits::MAX_CASE_JSON_BYTES`].
+/// Reads `case.json` through the bounded reader ([`crate::limits::MAX_CASE_JSON_BYTES`]).
 fn read_bounded(path: &Path) -> Result<String, CaseError> {
-    let f = File::open(path).map_err(|e| CaseError::io(path, e))?;
-    let mut bytes = Vec::new();
-    f.take(limits::MAX_CASE_JSON_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| CaseError::io(path, e))?;
-    if bytes.len() as u64 > limits::MAX_CASE_JSON_BYTES {
-        return Err(CaseError::BeyondLimit {
-            file: CASE_JSON,
-            what: "the file size".into(),
-            value: bytes.len() as u128,
-            limit: limits::MAX_CASE_JSON_BYTES as u128,
-            name: "MAX_CASE_JSON_BYTES",
-        });
-    }
+    let bytes = pimdiff_input::read_file(path, pimdiff_input::MAX_CASE_JSON_BYTES)
+        .map_err(|e| CaseError::input(path, CASE_JSON, e))?;
     String::from_utf8(bytes).map_err(|e| {
         let valid = &e.as_bytes()[..e.utf8_error().valid_up_to()];
         let line = valid.iter().filter(|&&b| b == b'\n').count() + 1;

@@ -1,24 +1,72 @@
-//! `case.json` to and from [`CaseSpec`].
+//! `case.json` to and from [`CaseSpec`], through one serde schema ([`CaseFile`] and its parts).
 //!
-//! Reading goes through `serde_json::Value` and a hand-written walk instead of
-//! `#[derive(Deserialize)]`, so that every error names the field in `case.json` terms
-//! (`op.kernel[1]`, `arch.cores`) and says what was found: serde's derived messages say
-//! "invalid value: integer `-3`, expected usize at line 5 column 20", which does not tell a
-//! user which of the twenty integers to fix.
+//! The schema's structs derive `Deserialize` with unknown fields refused; every leaf (a size,
+//! an array of sizes, a flag, the operator kind) is a small type whose `Deserialize` checks
+//! the JSON value and says what was wrong in `case.json` terms ("expected an array of 2
+//! non-negative integers, found the string "3x3""), and `serde_path_to_error` supplies the
+//! field (`op.kernel[1]`, `arch.cores`). So every error names the field and says what was
+//! found, where serde's own messages say "invalid type: integer `-3`, expected usize at line
+//! 5 column 20".
 //!
 //! Every field is required (the format has no defaults), unknown fields are refused (a
 //! misspelt optional field must not silently become its default), and `format` is checked
 //! before anything else so that a future format gets "unsupported format", not a list of
-//! unknown fields.
+//! unknown fields. When a file has several problems, the first in file order is reported.
 
-use serde::Serialize;
-use serde_json::{Map, Value};
+use std::cell::RefCell;
+use std::marker::PhantomData;
+
+use serde::de::{self, Deserializer};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use crate::case::{CaseArch, CaseSpec, Conv2d, Mvm, Op};
 use crate::error::CaseError;
 
 /// The only format version this crate reads and writes.
 pub const FORMAT_VERSION: u64 = 1;
+
+/// `case.json` as stored. Every field is an `Option` so that a missing one is reported by
+/// its full name ([`CaseError::MissingField`]) rather than by serde.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CaseFile {
+    /// Checked before the schema is applied (see [`spec_from_json`]).
+    #[allow(dead_code)]
+    format: Option<de::IgnoredAny>,
+    op: Option<Object<OpFile>>,
+    input_shape: Option<Shape>,
+    arch: Option<Object<ArchFile>>,
+}
+
+/// `op`: the fields of every operator kind; those of the other kind are refused as unknown.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct OpFile {
+    kind: Option<Kind>,
+    in_channels: Option<Size>,
+    out_channels: Option<Size>,
+    kernel: Option<Sizes<2, KernelMeaning>>,
+    stride: Option<Sizes<2, AxesMeaning>>,
+    padding: Option<Sizes<4, PaddingMeaning>>,
+    dilation: Option<Sizes<2, AxesMeaning>>,
+    groups: Option<Size>,
+    in_features: Option<Size>,
+    out_features: Option<Size>,
+    bias: Option<Flag>,
+    relu: Option<Flag>,
+}
+
+/// `arch`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ArchFile {
+    cores: Option<Size>,
+    arrays_per_core: Option<Size>,
+    array_rows: Option<Size>,
+    array_cols: Option<Size>,
+    local_memory_bytes: Option<Size>,
+}
 
 /// Parses the text of `case.json`. Only the JSON structure and types are checked here; the
 /// values are checked by [`CaseSpec::validate`].
@@ -34,132 +82,310 @@ pub(crate) fn spec_from_json(text: &str) -> Result<CaseSpec, CaseError> {
             message,
         }
     })?;
-    let root = object(&root, "(top level)")?;
-    let format = required(root, "", "format")?;
-    match format.as_u64() {
-        Some(FORMAT_VERSION) => {}
-        Some(_) => {
-            return Err(CaseError::UnsupportedFormat {
-                found: format.to_string(),
-            })
-        }
-        None if format.as_i64().is_some() => {
-            return Err(CaseError::UnsupportedFormat {
-                found: format.to_string(),
-            })
-        }
-        None => return Err(type_error("format", "the integer 1", format)),
+    if !root.is_object() {
+        return Err(type_error("(top level)", "an object", &root));
     }
-    known_fields(root, "", &["format", "op", "input_shape", "arch"])?;
+    check_format(root.get("format"))?;
+    PROBLEM.with(|p| p.borrow_mut().take());
+    let file: CaseFile =
+        serde_path_to_error::deserialize(&root).map_err(|e| schema_error(&root, e))?;
+    file.into_spec()
+}
 
-    let op_value = required(root, "", "op")?;
-    let op = object(op_value, "op")?;
-    let kind = required(op, "op.", "kind")?;
-    let kind = kind
-        .as_str()
-        .ok_or_else(|| type_error("op.kind", "a string (\"conv2d\" or \"mvm\")", kind))?;
-    let op = match kind {
-        "conv2d" => {
-            known_fields(
-                op,
-                "op.",
-                &[
-                    "kind",
-                    "in_channels",
-                    "out_channels",
-                    "kernel",
-                    "stride",
-                    "padding",
-                    "dilation",
-                    "groups",
-                    "bias",
-                    "relu",
-                ],
-            )?;
-            Op::Conv2d(Conv2d {
-                in_channels: size(required(op, "op.", "in_channels")?, "op.in_channels")?,
-                out_channels: size(required(op, "op.", "out_channels")?, "op.out_channels")?,
-                kernel: sizes::<2>(required(op, "op.", "kernel")?, "op.kernel", "[kh, kw]")?,
-                stride: sizes::<2>(
-                    required(op, "op.", "stride")?,
-                    "op.stride",
-                    "[along H, along W]",
-                )?,
-                padding: sizes::<4>(
-                    required(op, "op.", "padding")?,
-                    "op.padding",
-                    "[top, left, bottom, right]",
-                )?,
-                dilation: sizes::<2>(
-                    required(op, "op.", "dilation")?,
-                    "op.dilation",
-                    "[along H, along W]",
-                )?,
-                groups: size(required(op, "op.", "groups")?, "op.groups")?,
-                bias: boolean(required(op, "op.", "bias")?, "op.bias")?,
-                relu: boolean(required(op, "op.", "relu")?, "op.relu")?,
-            })
-        }
-        "mvm" => {
-            known_fields(
-                op,
-                "op.",
-                &["kind", "in_features", "out_features", "bias", "relu"],
-            )?;
-            Op::Mvm(Mvm {
-                in_features: size(required(op, "op.", "in_features")?, "op.in_features")?,
-                out_features: size(required(op, "op.", "out_features")?, "op.out_features")?,
-                bias: boolean(required(op, "op.", "bias")?, "op.bias")?,
-                relu: boolean(required(op, "op.", "relu")?, "op.relu")?,
-            })
-        }
-        other => {
-            return Err(CaseError::UnknownOpKind {
-                found: other.to_string(),
-            })
-        }
-    };
+fn check_format(format: Option<&Value>) -> Result<(), CaseError> {
+    let format = format.ok_or_else(|| CaseError::MissingField {
+        field: "format".into(),
+    })?;
+    match format.as_u64() {
+        Some(FORMAT_VERSION) => Ok(()),
+        Some(_) => Err(CaseError::UnsupportedFormat {
+            found: format.to_string(),
+        }),
+        None if format.as_i64().is_some() => Err(CaseError::UnsupportedFormat {
+            found: format.to_string(),
+        }),
+        None => Err(type_error("format", "the integer 1", format)),
+    }
+}
 
-    let shape_value = required(root, "", "input_shape")?;
-    let items = shape_value
-        .as_array()
-        .ok_or_else(|| type_error("input_shape", "an array of integers", shape_value))?;
-    let input_shape = items
-        .iter()
-        .enumerate()
-        .map(|(i, v)| size(v, &format!("input_shape[{i}]")))
-        .collect::<Result<Vec<_>, _>>()?;
+impl CaseFile {
+    fn into_spec(self) -> Result<CaseSpec, CaseError> {
+        let mut op = required(self.op, "op")?.0;
+        let op = match required(op.kind.take(), "op.kind")? {
+            Kind::Conv2d => {
+                op.refuse_others(&[
+                    ("in_features", op.in_features.is_some()),
+                    ("out_features", op.out_features.is_some()),
+                ])?;
+                Op::Conv2d(Conv2d {
+                    in_channels: required(op.in_channels, "op.in_channels")?.0,
+                    out_channels: required(op.out_channels, "op.out_channels")?.0,
+                    kernel: required(op.kernel, "op.kernel")?.0,
+                    stride: required(op.stride, "op.stride")?.0,
+                    padding: required(op.padding, "op.padding")?.0,
+                    dilation: required(op.dilation, "op.dilation")?.0,
+                    groups: required(op.groups, "op.groups")?.0,
+                    bias: required(op.bias, "op.bias")?.0,
+                    relu: required(op.relu, "op.relu")?.0,
+                })
+            }
+            Kind::Mvm => {
+                op.refuse_others(&[
+                    ("in_channels", op.in_channels.is_some()),
+                    ("out_channels", op.out_channels.is_some()),
+                    ("kernel", op.kernel.is_some()),
+                    ("stride", op.stride.is_some()),
+                    ("padding", op.padding.is_some()),
+                    ("dilation", op.dilation.is_some()),
+                    ("groups", op.groups.is_some()),
+                ])?;
+                Op::Mvm(Mvm {
+                    in_features: required(op.in_features, "op.in_features")?.0,
+                    out_features: required(op.out_features, "op.out_features")?.0,
+                    bias: required(op.bias, "op.bias")?.0,
+                    relu: required(op.relu, "op.relu")?.0,
+                })
+            }
+        };
+        let input_shape = required(self.input_shape, "input_shape")?.0;
+        let arch = required(self.arch, "arch")?.0;
+        let arch = CaseArch {
+            cores: required(arch.cores, "arch.cores")?.0,
+            arrays_per_core: required(arch.arrays_per_core, "arch.arrays_per_core")?.0,
+            array_rows: required(arch.array_rows, "arch.array_rows")?.0,
+            array_cols: required(arch.array_cols, "arch.array_cols")?.0,
+            local_memory_bytes: required(arch.local_memory_bytes, "arch.local_memory_bytes")?.0,
+        };
+        Ok(CaseSpec {
+            op,
+            input_shape,
+            arch,
+        })
+    }
+}
 
-    let arch = object(required(root, "", "arch")?, "arch")?;
-    known_fields(
-        arch,
-        "arch.",
-        &[
-            "cores",
-            "arrays_per_core",
-            "array_rows",
-            "array_cols",
-            "local_memory_bytes",
-        ],
-    )?;
-    let arch = CaseArch {
-        cores: size(required(arch, "arch.", "cores")?, "arch.cores")?,
-        arrays_per_core: size(
-            required(arch, "arch.", "arrays_per_core")?,
-            "arch.arrays_per_core",
-        )?,
-        array_rows: size(required(arch, "arch.", "array_rows")?, "arch.array_rows")?,
-        array_cols: size(required(arch, "arch.", "array_cols")?, "arch.array_cols")?,
-        local_memory_bytes: size(
-            required(arch, "arch.", "local_memory_bytes")?,
-            "arch.local_memory_bytes",
-        )?,
-    };
-    Ok(CaseSpec {
-        op,
-        input_shape,
-        arch,
+impl OpFile {
+    /// Fields of the other operator kind are unknown to this one.
+    fn refuse_others(&self, others: &[(&str, bool)]) -> Result<(), CaseError> {
+        match others.iter().find(|(_, present)| *present) {
+            Some((name, _)) => Err(CaseError::UnknownField {
+                field: format!("op.{name}"),
+            }),
+            None => Ok(()),
+        }
+    }
+}
+
+fn required<T>(v: Option<T>, field: &str) -> Result<T, CaseError> {
+    v.ok_or_else(|| CaseError::MissingField {
+        field: field.to_string(),
     })
+}
+
+/// What a leaf found wrong; the field comes from the path of the failed deserialization.
+enum Problem {
+    Type {
+        /// An array element at fault (`op.kernel[1]`), `None` for the value itself.
+        index: Option<usize>,
+        expected: &'static str,
+        found: String,
+    },
+    Negative {
+        index: Option<usize>,
+        value: i64,
+    },
+    UnknownKind(String),
+}
+
+thread_local! {
+    /// The problem of the leaf that failed last on this thread. serde's errors carry only a
+    /// message, so a leaf leaves its structured problem here for [`schema_error`].
+    static PROBLEM: RefCell<Option<Problem>> = const { RefCell::new(None) };
+}
+
+/// Record `problem` and fail the deserialization.
+fn fail<E: de::Error>(problem: Problem) -> E {
+    PROBLEM.with(|p| *p.borrow_mut() = Some(problem));
+    E::custom("invalid case.json field")
+}
+
+/// A failed schema deserialization as a [`CaseError`] naming the field.
+fn schema_error(root: &Value, e: serde_path_to_error::Error<serde_json::Error>) -> CaseError {
+    let path = e.path().to_string();
+    let field = |index: Option<usize>| match index {
+        Some(i) => format!("{path}[{i}]"),
+        None => path.clone(),
+    };
+    match PROBLEM.with(|p| p.borrow_mut().take()) {
+        Some(Problem::Type {
+            index,
+            expected,
+            found,
+        }) => CaseError::FieldType {
+            field: field(index),
+            expected,
+            found,
+        },
+        Some(Problem::Negative { index, value }) => CaseError::Negative {
+            field: field(index),
+            value,
+        },
+        Some(Problem::UnknownKind(found)) => CaseError::UnknownOpKind { found },
+        None => {
+            let message = e.inner().to_string();
+            // A refused field: serde_path_to_error's path ends with its name.
+            if message.starts_with("unknown field `") {
+                return CaseError::UnknownField { field: path };
+            }
+            // Otherwise a struct (`op`, `arch`) that is not an object.
+            let found = root.pointer(&pointer(&path)).unwrap_or(&Value::Null);
+            type_error(&path, "an object", found)
+        }
+    }
+}
+
+/// The JSON pointer of a serde_path_to_error path of object keys (`op` → `/op`).
+fn pointer(path: &str) -> String {
+    path.split('.').map(|k| format!("/{k}")).collect()
+}
+
+/// A field that must be a JSON object, holding `T`.
+struct Object<T>(T);
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Object<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        T::deserialize(d).map(Object)
+    }
+}
+
+/// A non-negative integer. Zero is accepted here and refused by validation where it is not
+/// allowed (padding may be 0), so that both paths give the same [`CaseError::ZeroSize`].
+struct Size(usize);
+
+impl<'de> Deserialize<'de> for Size {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let v = Value::deserialize(d)?;
+        size(&v, None).map(Size).map_err(fail)
+    }
+}
+
+fn size(v: &Value, index: Option<usize>) -> Result<usize, Problem> {
+    if let Some(u) = v.as_u64() {
+        return usize::try_from(u).map_err(|_| Problem::Type {
+            index,
+            expected: "an integer that fits this machine's usize",
+            found: describe(v),
+        });
+    }
+    if let Some(value) = v.as_i64() {
+        return Err(Problem::Negative { index, value });
+    }
+    Err(Problem::Type {
+        index,
+        expected: "a non-negative integer",
+        found: describe(v),
+    })
+}
+
+/// What the elements of a fixed-size array of sizes mean, for error messages.
+trait Meaning {
+    const MEANING: &'static str;
+}
+struct KernelMeaning;
+impl Meaning for KernelMeaning {
+    const MEANING: &'static str = "[kh, kw]";
+}
+struct AxesMeaning;
+impl Meaning for AxesMeaning {
+    const MEANING: &'static str = "[along H, along W]";
+}
+struct PaddingMeaning;
+impl Meaning for PaddingMeaning {
+    const MEANING: &'static str = "[top, left, bottom, right]";
+}
+
+/// Exactly `N` non-negative integers.
+struct Sizes<const N: usize, M>([usize; N], PhantomData<M>);
+
+impl<'de, const N: usize, M: Meaning> Deserialize<'de> for Sizes<N, M> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let v = Value::deserialize(d)?;
+        let expected: &'static str = match N {
+            2 => "an array of 2 non-negative integers",
+            _ => "an array of 4 non-negative integers",
+        };
+        let Some(items) = v.as_array().filter(|a| a.len() == N) else {
+            return Err(fail(Problem::Type {
+                index: None,
+                expected,
+                found: format!("{} (the array is {})", describe(&v), M::MEANING),
+            }));
+        };
+        let mut out = [0; N];
+        for (i, item) in items.iter().enumerate() {
+            out[i] = size(item, Some(i)).map_err(fail)?;
+        }
+        Ok(Sizes(out, PhantomData))
+    }
+}
+
+/// `input_shape`: any number of non-negative integers (the rank is checked by validation).
+struct Shape(Vec<usize>);
+
+impl<'de> Deserialize<'de> for Shape {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let v = Value::deserialize(d)?;
+        let Some(items) = v.as_array() else {
+            return Err(fail(Problem::Type {
+                index: None,
+                expected: "an array of integers",
+                found: describe(&v),
+            }));
+        };
+        let dims = items
+            .iter()
+            .enumerate()
+            .map(|(i, item)| size(item, Some(i)));
+        dims.collect::<Result<_, _>>().map(Shape).map_err(fail)
+    }
+}
+
+/// `true` or `false`.
+struct Flag(bool);
+
+impl<'de> Deserialize<'de> for Flag {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let v = Value::deserialize(d)?;
+        v.as_bool().map(Flag).ok_or_else(|| {
+            fail(Problem::Type {
+                index: None,
+                expected: "true or false",
+                found: describe(&v),
+            })
+        })
+    }
+}
+
+/// `op.kind`.
+enum Kind {
+    Conv2d,
+    Mvm,
+}
+
+impl<'de> Deserialize<'de> for Kind {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let v = Value::deserialize(d)?;
+        match v.as_str() {
+            Some("conv2d") => Ok(Kind::Conv2d),
+            Some("mvm") => Ok(Kind::Mvm),
+            Some(other) => Err(fail(Problem::UnknownKind(other.to_string()))),
+            None => Err(fail(Problem::Type {
+                index: None,
+                expected: "a string (\"conv2d\" or \"mvm\")",
+                found: describe(&v),
+            })),
+        }
+    }
 }
 
 /// `case.json` text for `spec`: `format`, `op`, `input_shape`, `arch`, one per line with
@@ -183,75 +409,6 @@ fn inline<T: Serialize>(v: &T) -> String {
         .replace(':', ": ")
         .replace('{', "{ ")
         .replace('}', " }")
-}
-
-fn object<'a>(v: &'a Value, field: &str) -> Result<&'a Map<String, Value>, CaseError> {
-    v.as_object()
-        .ok_or_else(|| type_error(field, "an object", v))
-}
-
-fn required<'a>(
-    map: &'a Map<String, Value>,
-    prefix: &str,
-    key: &str,
-) -> Result<&'a Value, CaseError> {
-    map.get(key).ok_or_else(|| CaseError::MissingField {
-        field: format!("{prefix}{key}"),
-    })
-}
-
-fn known_fields(map: &Map<String, Value>, prefix: &str, known: &[&str]) -> Result<(), CaseError> {
-    match map.keys().find(|k| !known.contains(&k.as_str())) {
-        Some(k) => Err(CaseError::UnknownField {
-            field: format!("{prefix}{k}"),
-        }),
-        None => Ok(()),
-    }
-}
-
-/// A non-negative integer. Zero is accepted here and refused by validation where it is not
-/// allowed (padding may be 0), so that both paths give the same [`CaseError::ZeroSize`].
-fn size(v: &Value, field: &str) -> Result<usize, CaseError> {
-    if let Some(u) = v.as_u64() {
-        return usize::try_from(u)
-            .map_err(|_| type_error(field, "an integer that fits this machine's usize", v));
-    }
-    if let Some(i) = v.as_i64() {
-        return Err(CaseError::Negative {
-            field: field.to_string(),
-            value: i,
-        });
-    }
-    Err(type_error(field, "a non-negative integer", v))
-}
-
-fn sizes<const N: usize>(
-    v: &Value,
-    field: &str,
-    meaning: &'static str,
-) -> Result<[usize; N], CaseError> {
-    let expected: &'static str = match N {
-        2 => "an array of 2 non-negative integers",
-        _ => "an array of 4 non-negative integers",
-    };
-    let items = v
-        .as_array()
-        .filter(|a| a.len() == N)
-        .ok_or_else(|| CaseError::FieldType {
-            field: field.to_string(),
-            expected,
-            found: format!("{} (the array is {meaning})", describe(v)),
-        })?;
-    let mut out = [0; N];
-    for (i, item) in items.iter().enumerate() {
-        out[i] = size(item, &format!("{field}[{i}]"))?;
-    }
-    Ok(out)
-}
-
-fn boolean(v: &Value, field: &str) -> Result<bool, CaseError> {
-    v.as_bool()
-        .ok_or_else(|| type_error(field, "true or false", v))
 }
 
 fn type_error(field: &str, expected: &'static str, found: &Value) -> CaseError {

@@ -1,5 +1,5 @@
 //! The exact integer reference for conv2d and MVM, and the on-disk case format
-//! (`shared/docs/case-format.md`).
+//! (`docs/case-format.md`).
 //!
 //! - [`conv2d`], [`mvm()`]: the fast reference the harness compares against;
 //!   [`conv2d_direct`], [`mvm_direct`]: the same operators as plain loops, kept only to check
@@ -10,6 +10,8 @@
 //! - [`Case`], [`CaseSpec`], ...: the case in memory; [`io::read_case`] and
 //!   [`io::write_case`]: the case directory on disk; [`limits`]: the documented size bounds.
 //! - [`random_tensors`]: a random valid case for a spec (for `pimdiff new-case`).
+//! - [`graph`]: the wrap-8 reference of a whole network (every value int8, wrapping), built
+//!   on the operators above.
 //!
 //! A `Case` built by [`Case::new`] or [`io::read_case`] is valid: its shapes agree with its
 //! spec, its sizes are within the limits, and its exact result fits int32.
@@ -32,6 +34,7 @@
 pub mod case;
 pub mod conv;
 pub mod error;
+pub mod graph;
 pub mod io;
 mod json;
 pub mod limits;

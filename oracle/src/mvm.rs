@@ -4,6 +4,7 @@
 //! 2^16 of them are summed in i32 before moving to i64).
 
 use ndarray::{Array2, ArrayView1, ArrayView2};
+use rayon::prelude::*;
 
 use crate::case::{check_bias, check_shape, validate_operator, Mvm, Op};
 use crate::error::{CaseError, OracleError, WEIGHT_NPY};
@@ -25,22 +26,34 @@ pub fn mvm(
     p: &Mvm,
 ) -> Result<Array2<i32>, OracleError> {
     let (n_rows, len, outs) = check(&input, &weight, bias.as_ref(), p)?;
-    let x: Vec<i16> = input.iter().map(|&v| v as i16).collect();
-    let w: Vec<i16> = weight.iter().map(|&v| v as i16).collect();
+    // Row-major copies only when the views are not already (a GEMM matrix arrives transposed).
+    let x = input.as_standard_layout();
+    let w = weight.as_standard_layout();
+    let (x, w) = (
+        x.as_slice().expect("standard layout"),
+        w.as_slice().expect("standard layout"),
+    );
     let mut out = Array2::<i32>::zeros((n_rows, outs));
     for n in 0..n_rows {
         let xr = &x[n * len..(n + 1) * len];
-        for o in 0..outs {
-            let wr = &w[o * len..(o + 1) * len];
-            let mut sum: i64 = bias.as_ref().map_or(0, |b| b[o] as i64);
-            for (xc, wc) in xr.chunks(R_CHUNK).zip(wr.chunks(R_CHUNK)) {
-                sum += dot(xc, wc) as i64;
-            }
-            let v = i32::try_from(sum).map_err(|_| OracleError::Overflow {
-                index: vec![n, o],
-                value: sum,
-            })?;
-            out[[n, o]] = if p.relu { v.max(0) } else { v };
+        // One output per task, on every rayon thread: a 9216 × 4096 layer is 37 M products.
+        let row: Vec<Result<i32, OracleError>> = (0..outs)
+            .into_par_iter()
+            .map(|o| {
+                let wr = &w[o * len..(o + 1) * len];
+                let mut sum: i64 = bias.as_ref().map_or(0, |b| b[o] as i64);
+                for (xc, wc) in xr.chunks(R_CHUNK).zip(wr.chunks(R_CHUNK)) {
+                    sum += dot(xc, wc) as i64;
+                }
+                let v = i32::try_from(sum).map_err(|_| OracleError::Overflow {
+                    index: vec![n, o],
+                    value: sum,
+                })?;
+                Ok(if p.relu { v.max(0) } else { v })
+            })
+            .collect();
+        for (o, v) in row.into_iter().enumerate() {
+            out[[n, o]] = v?;
         }
     }
     Ok(out)
@@ -87,9 +100,9 @@ fn check(
     Ok((input.nrows(), p.in_features, p.out_features))
 }
 
-/// `Σ x[i]·w[i]` for at most `R_CHUNK` terms: exact in i32 (products fit i16).
-fn dot(x: &[i16], w: &[i16]) -> i32 {
-    x.iter()
-        .zip(w)
-        .fold(0i32, |s, (&a, &b)| s.wrapping_add(a.wrapping_mul(b) as i32))
+/// `Σ x[i]·w[i]` for at most `R_CHUNK` terms: exact in i32 (products of int8 values fit i16).
+fn dot(x: &[i8], w: &[i8]) -> i32 {
+    x.iter().zip(w).fold(0i32, |s, (&a, &b)| {
+        s.wrapping_add((a as i16).wrapping_mul(b as i16) as i32)
+    })
 }

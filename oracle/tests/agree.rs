@@ -49,6 +49,7 @@ proptest! {
     fn conv2d_fast_equals_direct(
         (spec, x, w, b) in common::conv_spec().prop_flat_map(with_tensors),
         small_blocks in proptest::option::of((1usize..200, 1usize..20)),
+        portable in any::<bool>(),
     ) {
         let Op::Conv2d(p) = spec.op else { unreachable!() };
         let s = &spec.input_shape;
@@ -57,8 +58,8 @@ proptest! {
         let weight = Array4::from_shape_vec((ws[0], ws[1], ws[2], ws[3]), w).unwrap();
         let bias = spec.bias_len().map(|_| Array1::from(b));
         let blocking = match small_blocks {
-            Some((col_budget, r_chunk)) => Blocking { col_budget, r_chunk },
-            None => Blocking::DEFAULT,
+            Some((col_budget, r_chunk)) => Blocking { col_budget, r_chunk, portable },
+            None => Blocking { portable, ..Blocking::DEFAULT },
         };
         let fast = conv2d_blocked(input.view(), weight.view(), bias.as_ref().map(|b| b.view()), &p, blocking);
         let direct = conv2d_direct(input.view(), weight.view(), bias.as_ref().map(|b| b.view()), &p);

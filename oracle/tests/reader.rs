@@ -663,3 +663,70 @@ fn writer_creates_missing_parents() {
     write_case(&case, &dir).unwrap();
     assert_eq!(read_case(&dir).unwrap(), case);
 }
+
+/// Every file of a case goes through the bounded reader: an empty file, a file above its
+/// limit (sparse: refused from its size), and gzip where plain data belongs.
+#[test]
+fn empty_oversized_and_gzip_files_are_refused() {
+    use pimdiff_input::InputError;
+    let (_tmp, dir) = valid_case();
+    fs::write(dir.join("case.json"), " \n").unwrap();
+    assert!(matches!(
+        read_case(&dir),
+        Err(CaseError::Input {
+            file: "case.json",
+            source: InputError::Empty
+        })
+    ));
+    let (_tmp, dir) = valid_case();
+    let gz = {
+        use std::io::Write;
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        e.write_all(&fs::read(dir.join("case.json")).unwrap())
+            .unwrap();
+        e.finish().unwrap()
+    };
+    fs::write(dir.join("case.json"), gz).unwrap();
+    assert!(matches!(
+        read_case(&dir),
+        Err(CaseError::Json { line: 1, .. })
+    ));
+    for file in ["input.npy", "weight.npy", "bias.npy", "expected.npy"] {
+        let (_tmp, dir) = valid_case();
+        fs::write(dir.join(file), "").unwrap();
+        let e = read_case(&dir).unwrap_err();
+        assert!(
+            matches!(&e, CaseError::Input { file: f, source: InputError::Empty } if *f == file),
+            "{file}: {e}"
+        );
+        fs::File::create(dir.join(file))
+            .unwrap()
+            .set_len(pimdiff_oracle::limits::MAX_CASE_NPY_BYTES + 1)
+            .unwrap();
+        let e = read_case(&dir).unwrap_err();
+        assert!(
+            matches!(&e, CaseError::BeyondLimit { file: f, name: "MAX_CASE_NPY_BYTES", .. } if *f == file),
+            "{file}: {e}"
+        );
+    }
+}
+
+#[test]
+fn structures_of_the_wrong_type_name_their_field() {
+    let e = json_error(|v| v["op"] = json!("conv2d"));
+    assert!(
+        matches!(&e, CaseError::FieldType { field, expected: "an object", found }
+            if field == "op" && found == "the string \"conv2d\""),
+        "{e}"
+    );
+    let e = json_error(|v| v["op"]["kernel"] = json!([3, "3"]));
+    assert!(
+        matches!(&e, CaseError::FieldType { field, .. } if field == "op.kernel[1]"),
+        "{e}"
+    );
+    let e = json_error(|v| v["op"]["in_features"] = json!(3));
+    assert!(
+        matches!(&e, CaseError::UnknownField { field } if field == "op.in_features"),
+        "{e}"
+    );
+}

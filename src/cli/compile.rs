@@ -1,17 +1,21 @@
-//! `pimdiff compile CASE_DIR -o BUNDLE_DIR [--emit STAGE] [--no-skip-padding] [--no-weight-skipping]`:
-//! compile a case with the in-repo channel-wise compiler and write the bundle (or, with
-//! `--emit`, print one stage's IR instead).
+//! `pimdiff compile CASE_DIR -o BUNDLE_DIR [--emit STAGE] [--lowering channel|pixel]
+//! [--no-skip-padding] [--no-weight-skipping]`: compile a case with the in-repo compiler
+//! (channel-wise, or the pixel-wise baseline) and write the bundle (or, with `--emit`, print
+//! one stage's IR instead).
 //!
-//! Exit codes: 0 compiled; 1 the compiler declined the case (unsupported, with the numbers)
-//! or failed internally; 2 bad input (an unreadable or invalid case, an unwritable bundle).
+//! It follows the external-compiler protocol it is the reference for (`pimdiff::external`), so
+//! `--compiler-cmd 'pimdiff compile {case} -o {out}'` tests it like any other compiler. Exit
+//! codes: 0 compiled; 3 the compiler declines the case (unsupported: the last line of standard
+//! error is the reason, with the numbers); 1 an internal compiler error; 2 bad input (an
+//! unreadable or invalid case, an unwritable bundle).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use pimdiff_compiler::{compile, emit, CompileError, CompileOptions, Stage};
+use pimdiff_compiler::{compile, emit, CompileError, CompileOptions, Lowering, Reduction, Stage};
 
-use super::{exit, EXIT_FINDING, EXIT_OK};
+use super::{exit, EXIT_FINDING, EXIT_OK, EXIT_UNSUPPORTED};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -20,7 +24,8 @@ pub struct Args {
     /// Where to write the bundle (created if missing). Not needed with --emit.
     #[arg(short = 'o', long = "output", required_unless_present = "emit")]
     pub output: Option<PathBuf>,
-    /// Print this stage's IR instead of writing a bundle: spatial, mapping, pim or asm.
+    /// Print this stage's IR instead of writing a bundle: spatial, mapping, pim, asm or
+    /// provenance (the program with the compiler function that emitted each instruction).
     #[arg(long, value_parser = parse_stage)]
     pub emit: Option<Stage>,
     /// Multiply padding zeros instead of skipping kernel positions that fall in the padding.
@@ -29,6 +34,21 @@ pub struct Args {
     /// Keep crossbars whose weights are all zero.
     #[arg(long)]
     pub no_weight_skipping: bool,
+    /// channel (the thesis's channel-wise lowering) or pixel (the pixel-wise baseline).
+    #[arg(long, default_value = "channel", value_parser = parse_lowering)]
+    pub lowering: Lowering,
+    /// noc (`send`/`recv`, default) or gmem (`st`, `sync`, `wait`, `ld`): how partial sums
+    /// are reduced across cores (channel-wise lowering).
+    #[arg(long, default_value = "noc", value_parser = parse_reduction)]
+    pub reduction: Reduction,
+}
+
+fn parse_reduction(s: &str) -> Result<Reduction, String> {
+    s.parse()
+}
+
+fn parse_lowering(s: &str) -> Result<Lowering, String> {
+    s.parse()
 }
 
 fn parse_stage(s: &str) -> Result<Stage, String> {
@@ -41,6 +61,8 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
     let options = CompileOptions {
         skip_padding: !args.no_skip_padding,
         weight_skipping: !args.no_weight_skipping,
+        lowering: args.lowering,
+        reduction: args.reduction,
     };
     if let Some(stage) = args.emit {
         return Ok(match emit(&case, &options, stage) {
@@ -74,7 +96,19 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
     Ok(exit(EXIT_OK))
 }
 
+/// Unsupported: exit 3 with the reason alone on the last line of standard error (the
+/// protocol's reason, the same text the harness records for the in-repo compiler). Anything
+/// else: exit 1.
 fn declined(e: CompileError) -> ExitCode {
-    eprintln!("pimdiff compile: {e}");
-    exit(EXIT_FINDING)
+    match e {
+        CompileError::Unsupported(reason) => {
+            eprintln!("pimdiff compile: the case is unsupported:");
+            eprintln!("{reason}");
+            exit(EXIT_UNSUPPORTED)
+        }
+        CompileError::Internal(_) => {
+            eprintln!("pimdiff compile: {e}");
+            exit(EXIT_FINDING)
+        }
+    }
 }

@@ -18,14 +18,14 @@ use std::time::Duration;
 use anyhow::Context;
 use pimdiff_oracle::Case;
 
+use crate::check::outcome::Signature;
+use crate::check::{check_case, CaseResult, RunConfig};
 use crate::cli::repro::{parse_duration_arg, CompilerArgs};
 use crate::cli::{exit, EXIT_FINDING, EXIT_OK};
 use crate::corpus::{save_finding, Expectation, FindingMeta, MinimizationStats, META_FORMAT};
-use crate::driver::{check_case, CaseResult, RunConfig};
 use crate::fuzz_targets::{lowering_case, lowering_gen_config, LoweringTarget};
-use crate::minimize::{case_size, describe_case, minimize, MinimizeConfig};
-use crate::outcome::Signature;
-use crate::report::render_report;
+use crate::shrink::{case_size, describe_case, minimize, MinimizeConfig};
+use crate::triage::report::render_report;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -179,13 +179,23 @@ fn save(
         outcome: result.outcome.kind().to_string(),
         expect: Expectation::Signature(signature.to_string()),
         compiler: run.compiler.describe(),
+        lowering: run.lowering_choice(),
         pimdiff_version: env!("CARGO_PKG_VERSION").to_string(),
         origin: None,
         generator: serde_json::to_value(lowering_gen_config(args.target)).unwrap_or_default(),
         minimization: stats,
+        suspects: Vec::new(),
+        schedule: result.outcome.schedule().map(str::to_string),
     };
-    save_finding(&args.out_dir, &case, result.bundle.as_ref(), &report, &meta)
-        .with_context(|| format!("cannot save the finding to {}", args.out_dir.display()))
+    save_finding(
+        &args.out_dir,
+        &case,
+        result.bundle.as_ref(),
+        &report,
+        &meta,
+        &crate::triage::attachments(&case, &result),
+    )
+    .with_context(|| format!("cannot save the finding to {}", args.out_dir.display()))
 }
 
 fn file_name(path: &Path) -> String {

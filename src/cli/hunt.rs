@@ -1,11 +1,13 @@
 //! `pimdiff hunt`: generate cases from a seed, check them in parallel, minimize and save every
 //! unique finding, summarize (see [`crate::hunt`]).
 //!
-//! Exit 0 when nothing was found, 1 when there are findings, 2 on bad arguments or when the
-//! output directory cannot be used. Ctrl-C / SIGTERM stops cleanly: in-flight cases finish,
-//! what was found is minimized and saved, the summary is written; a second signal cuts
-//! minimization short (findings are then saved unminimized); a third exits at once (only
-//! hidden temporary directories can be left, removed by the next hunt).
+//! Exit 0 when nothing was found, 1 when there are findings (timeouts and interpreter panics
+//! among them) or more declined cases than the generator explains, 2 on bad arguments or when
+//! the output directory cannot be used. Ctrl-C / SIGTERM stops cleanly within five seconds,
+//! hung cases or not: findings are on disk from the moment they are found, triage gets what
+//! is left of the five seconds, the summary is written; a second signal skips what remains of
+//! triage; a third exits at once (only hidden temporary directories can be left, removed by
+//! the next hunt).
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -20,13 +22,15 @@ use crate::cli::repro::{parse_duration_arg, CompilerArgs};
 use crate::cli::{exit, EXIT_FINDING, EXIT_OK};
 use crate::generate::GenConfig;
 use crate::hunt::{render_summary, run_hunt, HuntConfig, HuntControl, Limit, Shard};
-use crate::minimize::MinimizeConfig;
+use crate::shrink::MinimizeConfig;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
     /// The hunt seed: case k of the hunt is generated from a seed derived from (SEED, k).
+    /// Without it a seed is picked from the clock, printed first and recorded in the summary,
+    /// so any hunt can be rerun exactly.
     #[arg(long)]
-    pub seed: u64,
+    pub seed: Option<u64>,
     /// Run the case indices 0..N (this shard's share of them).
     #[arg(
         long,
@@ -35,8 +39,8 @@ pub struct Args {
         conflicts_with = "duration"
     )]
     pub cases: Option<u64>,
-    /// Run cases until this much time has passed: `30s`, `10m`, `1h`, `500ms`. Minimizing
-    /// and saving the findings comes after (each minimization within --minimize-time).
+    /// Run the hunt for this long, triage and saving included: `30s`, `10m`, `1h`, `500ms`.
+    /// Once there is a finding, the last quarter is kept for triage.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration_arg)]
     pub duration: Option<Duration>,
     /// Worker threads (default: one per core).
@@ -49,9 +53,13 @@ pub struct Args {
     /// Shard i of n (0-based): only the case indices k with k mod n == i.
     #[arg(long, value_name = "i/n", default_value = "0/1")]
     pub shard: Shard,
-    /// Time budget of each finding's minimization.
+    /// Time budget of each finding's triage (minimization and localization).
     #[arg(long, value_name = "DURATION", value_parser = parse_duration_arg, default_value = "10s")]
     pub minimize_time: Duration,
+    /// Largest share of declined cases (unsupported) that passes, 0..=1. Default: the
+    /// generator's --overcommit-ratio plus 0.05 (with a margin for chance on short hunts).
+    #[arg(long, value_name = "R", value_parser = ratio)]
+    pub max_unsupported: Option<f64>,
     /// No progress bar (it is also hidden when stderr is not a terminal).
     #[arg(long, short = 'q')]
     pub quiet: bool,
@@ -59,6 +67,50 @@ pub struct Args {
     pub compiler: CompilerArgs,
     #[command(flatten)]
     pub generator: GeneratorArgs,
+    #[command(flatten)]
+    pub pimcomp: PimcompTargetArgs,
+}
+
+/// What the hunt generates and which compiler it runs.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Target {
+    /// Conv2d/MVM cases through --compiler (the in-repo compiler by default).
+    #[default]
+    Cases,
+    /// Random networks through the real PIMCOMP-NN binary, checked with `pimdiff pimcomp`.
+    PimcompNn,
+}
+
+/// PIMCOMP-NN's pipelines to hunt.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PipelineMode {
+    Batch,
+    Element,
+    Both,
+}
+
+/// Flags of `--target pimcomp-nn`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct PimcompTargetArgs {
+    /// What to hunt: `cases` (conv2d/MVM through --compiler) or `pimcomp-nn`.
+    #[arg(long, value_enum, default_value = "cases")]
+    pub target: Target,
+    /// PIMCOMP-NN pipeline(s) (--target pimcomp-nn).
+    #[arg(long, value_enum, default_value = "both")]
+    pub mode: PipelineMode,
+    /// The PIMCOMP-NN binary (default: $PIMCOMP_NN_BIN); scripts/build-pimcomp.sh builds it
+    /// with config.json and the time-pinning shim beside it.
+    #[arg(long, value_name = "PATH")]
+    pub pimcomp_bin: Option<PathBuf>,
+    /// Timeout of one PIMCOMP-NN compile.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration_arg, default_value = "30s")]
+    pub compile_timeout: Duration,
+    /// Resident-memory limit of one PIMCOMP-NN compile, in MiB.
+    #[arg(long, value_name = "MIB", default_value_t = 4096)]
+    pub max_rss_mib: u64,
+    /// Largest number of blocks of a generated network (--target pimcomp-nn).
+    #[arg(long, value_name = "N")]
+    pub max_blocks: Option<usize>,
 }
 
 /// Generator size flags (each maps to the [`GenConfig`] field of the same name; unset flags
@@ -145,33 +197,63 @@ fn ratio(s: &str) -> Result<f64, String> {
     }
 }
 
-pub fn main(args: Args) -> anyhow::Result<ExitCode> {
+/// A seed for a hunt that was given none: the clock's nanoseconds, mixed so that hunts
+/// started in the same second differ in every bit.
+fn pick_seed() -> u64 {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as u64);
+    // splitmix64's finaliser.
+    let mut z = nanos ^ u64::from(std::process::id()).rotate_left(32);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// PCT schedules each hunt case runs under after the fixed one (`--schedules`): chosen by
+/// measurement (README, "Schedules") to keep the clean hunt's throughput.
+pub const DEFAULT_SCHEDULES: u32 = 1;
+
+pub fn main(mut args: Args) -> anyhow::Result<ExitCode> {
+    let seed = *args.seed.get_or_insert_with(|| {
+        let seed = pick_seed();
+        println!("seed: {seed} (picked; rerun with --seed {seed})");
+        seed
+    });
     let limit = match (args.cases, args.duration) {
         (Some(n), _) => Limit::Cases(n),
         (None, Some(d)) => Limit::Duration(d),
         (None, None) => anyhow::bail!("give --cases N or --duration D"),
     };
+    if args.pimcomp.target == Target::PimcompNn {
+        return crate::cli::hunt_pimcomp::main(&args, seed, limit);
+    }
     let out = args.out.clone().unwrap_or_else(|| {
         if args.shard == Shard::ALL {
-            PathBuf::from(format!("hunt-{}", args.seed))
+            PathBuf::from(format!("hunt-{seed}"))
         } else {
             PathBuf::from(format!(
                 "hunt-{}-shard{}of{}",
-                args.seed, args.shard.index, args.shard.count
+                seed, args.shard.index, args.shard.count
             ))
         }
     });
     let cfg = HuntConfig {
-        seed: args.seed,
+        seed,
         limit,
         jobs: args.jobs.unwrap_or(0) as usize,
         shard: args.shard,
         generator: args.generator.config(),
-        run: args.compiler.run_config(),
+        run: {
+            let mut compiler = args.compiler.clone();
+            compiler.schedules = compiler.schedules.or(Some(DEFAULT_SCHEDULES));
+            compiler.run_config()
+        },
         minimize: MinimizeConfig {
             time_budget: args.minimize_time,
-            ..MinimizeConfig::default()
+            max_steps: crate::triage::Budget::TRIAGE_RUNS as usize,
         },
+        max_unsupported: args.max_unsupported,
         out,
     };
     let control = HuntControl {
@@ -186,26 +268,56 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
         "\nsummary: {}",
         cfg.out.join(crate::hunt::SUMMARY_MD).display()
     );
-    Ok(exit(if summary.findings.is_empty() {
+    warn_loudly(&summary);
+    Ok(exit(if summary.failures.is_empty() {
         EXIT_OK
     } else {
         EXIT_FINDING
     }))
 }
 
-/// Ctrl-C / SIGTERM: the first asks the hunt to stop, the second cuts minimization short,
-/// the third exits at once (status 130).
-fn install_signal_handler(control: &HuntControl) -> anyhow::Result<()> {
+/// What must not scroll by unnoticed goes to stderr too: interpreter panics (a bug in pimdiff),
+/// timeouts, too many declined cases.
+fn warn_loudly(s: &crate::hunt::HuntSummary) {
+    let dirs = |kind: &str| -> Vec<&str> {
+        s.findings
+            .iter()
+            .filter(|f| f.outcome == kind)
+            .map(|f| f.dir.as_str())
+            .collect()
+    };
+    if s.interpreter_panics > 0 {
+        eprintln!(
+            "error: the interpreter panicked on {} case(s): a bug in pimdiff itself, please report it ({})",
+            s.interpreter_panics,
+            dirs("interpreter-panic").join(", ")
+        );
+    }
+    if s.timeouts > 0 {
+        eprintln!(
+            "error: {} case(s) did not finish within the case timeout ({})",
+            s.timeouts,
+            dirs("timeout").join(", ")
+        );
+    }
+    if let Some(why) = s.declines.explanation(s.cases_run) {
+        eprintln!("error: {why}");
+    }
+}
+
+/// Ctrl-C / SIGTERM: the first asks the hunt to stop, the second skips what is left of
+/// triage, the third exits at once (status 130).
+pub(crate) fn install_signal_handler(control: &HuntControl) -> anyhow::Result<()> {
     let stop = Arc::clone(&control.stop);
     let abort = Arc::clone(&control.abort_minimization);
     let count = AtomicUsize::new(0);
     ctrlc::set_handler(move || match count.fetch_add(1, Ordering::SeqCst) {
         0 => {
-            eprintln!("\nstopping: finishing the cases in flight, then saving what was found (again to cut minimization short)");
+            eprintln!("\nstopping: saving what was found and the summary (within 5 s; again to skip minimization)");
             stop.store(true, Ordering::SeqCst);
         }
         1 => {
-            eprintln!("\ncutting minimization short; saving findings unminimized");
+            eprintln!("\nskipping minimization; saving findings unminimized");
             abort.store(true, Ordering::SeqCst);
         }
         _ => std::process::exit(130),

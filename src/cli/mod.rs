@@ -12,6 +12,9 @@ pub const EXIT_OK: u8 = 0;
 pub const EXIT_FINDING: u8 = 1;
 /// Bad input: unreadable or invalid file, bad flags.
 pub const EXIT_BAD_INPUT: u8 = 2;
+/// `pimdiff compile` only: the compiler declines the case (the external-compiler protocol's
+/// "unsupported", `pimdiff::external::UNSUPPORTED_EXIT_CODE`).
+pub const EXIT_UNSUPPORTED: u8 = 3;
 
 pub fn exit(code: u8) -> ExitCode {
     ExitCode::from(code)
@@ -19,10 +22,17 @@ pub fn exit(code: u8) -> ExitCode {
 
 pub mod asm;
 pub mod compile;
+pub mod errors;
+pub mod export;
 pub mod from_fuzz;
+pub mod gmem;
 pub mod hunt;
+pub mod hunt_pimcomp;
+pub mod import_onnx;
+pub mod lowerings;
 pub mod new_case;
 pub mod oracle;
+pub mod pimcomp;
 pub mod replay;
 pub mod repro;
 pub mod run;

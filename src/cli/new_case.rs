@@ -1,6 +1,6 @@
 //! `pimdiff new-case --op conv2d|mvm [shape flags] [arch flags] [--seed S] [--expected] OUT_DIR`:
 //! write a valid random case directory, a template to start from (the harness has its own,
-//! richer generator).
+//! richer generator), with its exports (`model.onnx`, `op.mlir`, `check.py`).
 //!
 //! Every flag has a small default (a 3→8 3×3 conv2d with padding 1 on an 8×8 image, or a
 //! 20→7 MVM, on 4 cores of 8 arrays of 16×16), so `pimdiff new-case --op conv2d my-case` is
@@ -12,10 +12,10 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{bail, Context};
-use pimdiff_oracle::io::write_case;
 use pimdiff_oracle::{random_tensors, reference, CaseArch, CaseSpec, Conv2d, Mvm, Op};
 
 use super::{exit, EXIT_OK};
+use crate::interop::write_case_with_exports;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum OpKind {
@@ -74,6 +74,22 @@ pub struct Args {
     #[arg(long, default_value_t = 1)]
     pub batch: usize,
 
+    #[command(flatten)]
+    pub arch: ArchArgs,
+
+    /// Seed of the tensor values (ChaCha8); the same flags and seed give the same case.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Also write expected.npy, computed by the oracle.
+    #[arg(long)]
+    pub expected: bool,
+    /// The case directory to create (must not exist, or be empty).
+    pub out_dir: PathBuf,
+}
+
+/// The architecture flags (`arch` in `case.json`), shared with `pimdiff import-onnx`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct ArchArgs {
     /// Cores on the chip.
     #[arg(long, default_value_t = 4, help_heading = "architecture")]
     pub cores: usize,
@@ -89,15 +105,19 @@ pub struct Args {
     /// Local memory of each core, in bytes.
     #[arg(long, default_value_t = 262144, help_heading = "architecture")]
     pub local_memory_bytes: usize,
+}
 
-    /// Seed of the tensor values (ChaCha8); the same flags and seed give the same case.
-    #[arg(long, default_value_t = 0)]
-    pub seed: u64,
-    /// Also write expected.npy, computed by the oracle.
-    #[arg(long)]
-    pub expected: bool,
-    /// The case directory to create (must not exist, or be empty).
-    pub out_dir: PathBuf,
+impl ArchArgs {
+    /// The flags as a case's architecture (validated with the case).
+    pub fn to_arch(&self) -> CaseArch {
+        CaseArch {
+            cores: self.cores,
+            arrays_per_core: self.arrays_per_core,
+            array_rows: self.array_rows,
+            array_cols: self.array_cols,
+            local_memory_bytes: self.local_memory_bytes,
+        }
+    }
 }
 
 pub fn main(args: Args) -> anyhow::Result<ExitCode> {
@@ -107,7 +127,7 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
     if args.expected {
         case.expected = Some(reference(&case).context("computing expected.npy")?);
     }
-    write_case(&case, &args.out_dir)
+    write_case_with_exports(&case, &args.out_dir)
         .with_context(|| format!("writing {}", args.out_dir.display()))?;
     println!(
         "wrote {}: {}, input {:?}, weight {:?}, output {:?}{}{}, seed {}",
@@ -125,13 +145,7 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
 
 /// The spec the flags describe (validated later, by `random_tensors`).
 fn spec(a: &Args) -> anyhow::Result<CaseSpec> {
-    let arch = CaseArch {
-        cores: a.cores,
-        arrays_per_core: a.arrays_per_core,
-        array_rows: a.array_rows,
-        array_cols: a.array_cols,
-        local_memory_bytes: a.local_memory_bytes,
-    };
+    let arch = a.arch.to_arch();
     let conv_flags = [
         ("--in-channels", a.in_channels.is_some()),
         ("--out-channels", a.out_channels.is_some()),

@@ -14,7 +14,7 @@ use pimdiff_oracle::io::{read_case, write_npy_atomic};
 use pimdiff_oracle::reference;
 
 use super::{exit, EXIT_FINDING, EXIT_OK};
-use crate::compare::compare;
+use crate::check::compare::compare;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {

@@ -9,7 +9,7 @@ use std::process::ExitCode;
 
 use crate::cli::repro::CompilerArgs;
 use crate::cli::{exit, EXIT_BAD_INPUT, EXIT_FINDING, EXIT_OK};
-use crate::corpus::{replay, ReplayRow};
+use crate::corpus::{replay_with_lowering, ReplayRow};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -28,7 +28,8 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(args.jobs.unwrap_or(0))
         .build()?;
-    let rows = pool.install(|| replay(&args.dirs, &base))?;
+    let lowering = args.compiler.lowering;
+    let rows = pool.install(|| replay_with_lowering(&args.dirs, &base, lowering))?;
     print!("{}", render_table(&rows));
     let unreadable = rows.iter().filter(|r| r.result.is_err()).count();
     let failed = rows.iter().filter(|r| !r.ok()).count();

@@ -10,14 +10,16 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context;
-use pimdiff_compiler::CompileOptions;
+use pimdiff_compiler::{CompileOptions, Lowering, Reduction};
 use pimdiff_isa::machine::Schedule;
 
+use crate::check::versions::LoweringChoice;
+use crate::check::RunConfig;
 use crate::cli::{exit, EXIT_FINDING, EXIT_OK};
+use crate::compilers::mutated::BugClass;
+use crate::compilers::CompilerUnderTest;
 use crate::corpus::{check_entry, load_entry, EntryResult};
-use crate::driver::{CompilerUnderTest, RunConfig};
-use crate::minimize::describe_case;
-use crate::mutate::BugClass;
+use crate::shrink::describe_case;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -32,7 +34,7 @@ pub struct Args {
 pub struct CompilerArgs {
     /// An external compiler: a shell command with `{case}` (the case directory) and `{out}`
     /// (an empty bundle directory) in it. Default: the in-repo compiler.
-    #[arg(long, value_name = "CMD", conflicts_with_all = ["no_skip_padding", "no_weight_skipping", "inject_bug"])]
+    #[arg(long, value_name = "CMD", conflicts_with_all = ["no_skip_padding", "no_weight_skipping", "inject_bug", "lowering", "reduction"])]
     pub compiler_cmd: Option<String>,
     /// In-repo compiler: do not skip kernel positions that fall in the padding.
     #[arg(long)]
@@ -44,13 +46,46 @@ pub struct CompilerArgs {
     /// the set-up detects bugs), e.g. `missing-bias`.
     #[arg(long, value_name = "CLASS", value_parser = parse_bug, conflicts_with_all = ["no_skip_padding", "no_weight_skipping"])]
     pub inject_bug: Option<BugClass>,
-    /// Core interleaving of the interpreter: `fixed` (default) or `random:SEED`.
-    #[arg(long, value_name = "fixed|random:SEED", value_parser = parse_schedule)]
+    /// In-repo compiler: the lowering, `channel` (default), `pixel`, or `both` (N-version:
+    /// each case compiled both ways, each compared with the oracle and with each other; a
+    /// finding says which lowering is wrong). `repro` and `replay` default to the lowering a
+    /// finding recorded.
+    #[arg(long, value_name = "channel|pixel|both")]
+    pub lowering: Option<LoweringChoice>,
+    /// In-repo compiler: how partial sums are reduced across cores, `noc` (default:
+    /// `send`/`recv`) or `gmem` (`st`, `sync`, `wait`, `ld`, as PIMCOMP-NN does). The
+    /// injected race classes always use `gmem`.
+    #[arg(long, value_name = "noc|gmem")]
+    pub reduction: Option<Reduction>,
+    /// With `--inject-bug` and `--lowering both`: the lowering the bug goes into (default
+    /// channel); the other lowering is compiled correctly.
+    #[arg(long, value_name = "channel|pixel", requires = "inject_bug")]
+    pub inject_into: Option<Lowering>,
+    /// Core interleaving of the interpreter: `fixed` (default), `random:SEED` or
+    /// `pct:SEED:DEPTH` (PCT: random core priorities with DEPTH-1 change points).
+    #[arg(long, value_name = "fixed|random:SEED|pct:SEED:D", value_parser = parse_schedule)]
     pub schedule: Option<Schedule>,
-    /// Wall-clock limit of one external compiler run (e.g. `30s`); past it the case is
-    /// `poisoned`. Default 60s.
+    /// Do not check for races (unordered accesses of two cores to the same global bytes).
+    #[arg(long)]
+    pub no_race_check: bool,
+    /// Run each program under K more PCT schedules (depth 3) after the first; a result that
+    /// differs is a `schedule-dependent` finding. Default: hunts 1 (see README, "Schedules"),
+    /// repro and replay 0 (plus a finding's recorded schedule).
+    #[arg(long, value_name = "K")]
+    pub schedules: Option<u32>,
+    /// Wall-clock limit of one external compiler run (e.g. `30s`); past it the command is
+    /// killed and the case is a `timeout` finding. Default 60s.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration_arg)]
     pub compiler_timeout: Option<Duration>,
+    /// Wall-clock limit of each stage of a case (compile, run, oracle; an external compiler's
+    /// stage gets --compiler-timeout on top); past it the case is a `timeout` finding and
+    /// its thread is abandoned. Default 10s.
+    #[arg(long, value_name = "DURATION", value_parser = parse_positive_duration)]
+    pub case_timeout: Option<Duration>,
+    /// Testing pimdiff itself: the interpreter panics on the first instruction with this
+    /// opcode (e.g. `mvmul`), to see how an interpreter bug is reported.
+    #[arg(long, value_name = "OPCODE", value_parser = parse_opcode, hide = true)]
+    pub inject_interpreter_panic: Option<pimdiff_isa::Opcode>,
 }
 
 impl CompilerArgs {
@@ -61,41 +96,49 @@ impl CompilerArgs {
                 command: command.clone(),
             }
         } else if let Some(bug) = self.inject_bug {
-            CompilerUnderTest::Mutated(bug)
+            CompilerUnderTest::Mutated(bug, self.inject_into.unwrap_or_default())
         } else {
             CompilerUnderTest::InRepo(CompileOptions {
                 skip_padding: !self.no_skip_padding,
                 weight_skipping: !self.no_weight_skipping,
+                reduction: self.reduction.unwrap_or_default(),
+                ..CompileOptions::default()
             })
         };
         let mut run = RunConfig::with_compiler(compiler);
+        if let Some(choice) = self.lowering {
+            run = run.with_lowering(choice, self.inject_into);
+        }
         if let Some(s) = self.schedule {
             run.schedule = s;
         }
+        run.race_check = !self.no_race_check;
+        run.explore = (0..self.schedules.unwrap_or(0))
+            .map(|k| crate::check::concurrency::pct_schedule(0, k))
+            .collect();
         if let Some(t) = self.compiler_timeout {
             run.external_timeout = t;
         }
+        if let Some(t) = self.case_timeout {
+            run.case_timeout = t;
+        }
+        run.interpreter_panic_on = self.inject_interpreter_panic;
         run
     }
 }
 
-/// `fixed` or `random:SEED`.
+/// `fixed`, `random:SEED` or `pct:SEED:DEPTH`.
 pub fn parse_schedule(s: &str) -> Result<Schedule, String> {
-    match s.split_once(':') {
-        None if s == "fixed" => Ok(Schedule::Fixed),
-        Some(("random", seed)) => seed
-            .parse::<u64>()
-            .map(Schedule::Random)
-            .map_err(|_| format!("{seed:?} is not a seed (a non-negative integer)")),
-        _ => Err(format!("{s:?} is not a schedule (fixed or random:SEED)")),
-    }
+    s.parse()
 }
 
 /// A bug class name (`BugClass::name`).
 pub fn parse_bug(s: &str) -> Result<BugClass, String> {
     BugClass::from_name(s).ok_or_else(|| {
-        let known: Vec<&str> = BugClass::ALL.iter().map(|b| b.name()).collect();
-        format!("unknown bug class {s:?} (known: {})", known.join(", "))
+        format!(
+            "unknown bug class {s:?} (known: {})",
+            BugClass::known_names()
+        )
     })
 }
 
@@ -104,9 +147,25 @@ pub fn parse_duration_arg(s: &str) -> Result<Duration, String> {
     crate::hunt::parse_duration(s).map_err(|e| e.to_string())
 }
 
+/// A duration that is not zero.
+pub fn parse_positive_duration(s: &str) -> Result<Duration, String> {
+    match parse_duration_arg(s)? {
+        d if d.is_zero() => Err("must be longer than zero".into()),
+        d => Ok(d),
+    }
+}
+
+/// An opcode mnemonic (`mvmul`, `vvadd`, ...).
+pub fn parse_opcode(s: &str) -> Result<pimdiff_isa::Opcode, String> {
+    pimdiff_isa::Opcode::from_mnemonic(s).ok_or_else(|| format!("{s:?} is not an opcode mnemonic"))
+}
+
 pub fn main(args: Args) -> anyhow::Result<ExitCode> {
-    let entry = load_entry(&args.dir)
+    let mut entry = load_entry(&args.dir)
         .with_context(|| format!("cannot read the case {}", args.dir.display()))?;
+    if args.compiler.lowering.is_some() {
+        entry.lowering = args.compiler.lowering;
+    }
     let base = args.compiler.run_config();
     let checked = check_entry(&entry, &base);
     print!("{}", render(&entry, &checked));
@@ -126,7 +185,7 @@ pub fn render(entry: &crate::corpus::Entry, checked: &EntryResult) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "case: {}", entry.dir.display());
     let _ = writeln!(out, "      {}", describe_case(&entry.case));
-    let now = checked.run.compiler.describe();
+    let now = checked.run.describe_compiler();
     let _ = writeln!(out, "compiler: {now}");
     if let Some(f) = &entry.meta.finding {
         if f.compiler != now {
@@ -138,7 +197,7 @@ pub fn render(entry: &crate::corpus::Entry, checked: &EntryResult) -> String {
         }
     }
     let _ = writeln!(out, "outcome: {}", checked.result.outcome.summary());
-    if let Some(sig) = checked.result.outcome.signature() {
+    if let Some(sig) = checked.result.signature() {
         let _ = writeln!(out, "signature: {sig}");
     }
     if let Some(d) = &checked.expected_disagrees {
@@ -162,7 +221,7 @@ pub fn render(entry: &crate::corpus::Entry, checked: &EntryResult) -> String {
         );
     }
     let _ = writeln!(out);
-    out.push_str(&crate::report::render_report(
+    out.push_str(&crate::triage::report::render_report(
         &entry.case,
         &checked.result,
         &checked.run,

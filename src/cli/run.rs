@@ -1,7 +1,8 @@
 //! `pimdiff run`: load a program, run it on the functional machine, print a summary.
 //!
 //! Exit status: 0 when every core finished; 1 on a fault, deadlock or exhausted step budget
-//! (the report goes to stderr); 2 on bad input (an `Err`: unreadable or invalid program,
+//! (the report goes to stderr), on a race (unless `--no-race-check`), and with `--strict` on
+//! an uninitialized read; 2 on bad input (an `Err`: unreadable or invalid program,
 //! crossbar export or flags).
 
 use std::path::{Path, PathBuf};
@@ -13,7 +14,9 @@ use pimdiff_isa::machine::{CellFill, Machine, MachineOptions, RunOutcome, Schedu
 use pimdiff_isa::xbar::read_export_dir;
 use pimdiff_isa::{Arch, ArchHints, CrossbarExport};
 
+use super::gmem::{parse_gmem_arg, GmemArg, Preloads};
 use super::{exit, EXIT_FINDING, EXIT_OK};
+use crate::check::concurrency::Checks;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -31,7 +34,7 @@ pub struct Args {
     pub dump: Option<PathBuf>,
     /// Core interleaving: `fixed` (round-robin, each core runs until it blocks) or
     /// `random:SEED` (seeded random order and slice lengths).
-    #[arg(long, default_value = "fixed", value_parser = parse_schedule, value_name = "fixed|random:SEED")]
+    #[arg(long, default_value = "fixed", value_parser = parse_schedule, value_name = "fixed|random:SEED|pct:SEED:D")]
     pub schedule: Schedule,
     /// Record and print every instruction's register and memory changes (slow).
     #[arg(long)]
@@ -63,12 +66,25 @@ pub struct Args {
     /// Stop with "out of steps" after this many executed instructions.
     #[arg(long, default_value_t = MachineOptions::DEFAULT_STEP_BUDGET, value_name = "N")]
     pub step_budget: u64,
+    /// Write an int8 .npy array, flattened row-major, into global memory at element (= byte)
+    /// address ADDR (decimal or 0x hex) before the run. Repeatable; preloads must not overlap.
+    #[arg(long, value_parser = parse_gmem_arg, value_name = "ADDR=FILE.npy")]
+    pub gmem: Vec<GmemArg>,
+    /// Do not check for races (two cores accessing the same global bytes, at least one
+    /// writing, unordered by sync/wait or send/recv). A race is a finding (exit 1).
+    #[arg(long)]
+    pub no_race_check: bool,
+    /// Make uninitialized reads (bytes neither the host nor an instruction wrote) a finding
+    /// (exit 1); without it they are counted and listed only.
+    #[arg(long)]
+    pub strict: bool,
 }
 
 pub fn main(args: Args) -> anyhow::Result<ExitCode> {
     let t0 = Instant::now();
     let program = pimdiff_isa::formats::load_program(&args.program)
         .with_context(|| format!("cannot load program {}", args.program.display()))?;
+    let preloads = Preloads::read(&args.gmem)?;
     let load_time = t0.elapsed();
     let xbar_dir = args.xbars.clone().or_else(|| default_xbars(&args.program));
     let export = match &xbar_dir {
@@ -94,8 +110,13 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
     };
     let mut machine =
         Machine::new(&program, &export, arch, options).context("cannot set up the machine")?;
+    preloads.apply(&mut machine)?;
+    if !preloads.is_empty() {
+        println!("global memory preloaded: {} bytes", preloads.total_bytes());
+    }
+    let mut checks = Checks::new(!args.no_race_check, true, &program);
     let t1 = Instant::now();
-    let outcome = machine.run();
+    let outcome = machine.run_observed(&mut checks);
     let run_time = t1.elapsed();
 
     if let Some(trace) = machine.trace() {
@@ -112,7 +133,12 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
         }
         println!("state dumped to {}", dir.display());
     }
+    let flagged = print_checks(&checks, args.strict);
     match outcome {
+        RunOutcome::Finished if flagged => {
+            println!("outcome: finished, with findings of the checks");
+            Ok(exit(EXIT_FINDING))
+        }
         RunOutcome::Finished => {
             println!("outcome: finished");
             Ok(exit(EXIT_OK))
@@ -123,6 +149,31 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
             Ok(exit(EXIT_FINDING))
         }
     }
+}
+
+/// Prints the race and uninitialized-read counts with their first sites; says whether they
+/// make the run a finding (any race; uninitialized reads with `strict`).
+fn print_checks(checks: &Checks, strict: bool) -> bool {
+    const SHOWN: usize = 5;
+    let mut flagged = false;
+    match &checks.race {
+        None => println!("races: not checked"),
+        Some(r) => {
+            println!("races: {}", r.race_count());
+            for race in r.races().iter().take(SHOWN) {
+                println!("  {race}");
+            }
+            flagged |= r.race_count() > 0;
+        }
+    }
+    if let Some(u) = &checks.uninit {
+        println!("uninitialized reads: {}", u.count());
+        for read in u.reads().iter().take(SHOWN) {
+            println!("  {read}");
+        }
+        flagged |= strict && u.count() > 0;
+    }
+    flagged
 }
 
 /// A program directory's `xbars/` subdirectory, when it has one.
@@ -248,10 +299,7 @@ fn parse_seeded(s: &str, what: &str) -> anyhow::Result<u64> {
 }
 
 fn parse_schedule(s: &str) -> anyhow::Result<Schedule> {
-    if s == "fixed" {
-        return Ok(Schedule::Fixed);
-    }
-    Ok(Schedule::Random(parse_seeded(s, "fixed")?))
+    s.parse().map_err(|e: String| anyhow::anyhow!(e))
 }
 
 fn parse_cells(s: &str) -> anyhow::Result<CellFill> {

@@ -23,28 +23,18 @@
 //! int         := ['-'] (decimal | '0x' hex | '0b' binary)
 //! ```
 //!
-//! Registers are positional, in the order of isa.md's operand lists; everything else is
-//! `key=value`, in any order, each key at most once:
+//! Registers are positional, in the order of the instruction table (`inst::for_each_inst!`);
+//! everything else is `key=value`, in any order, each key at most once. Each operand kind has
+//! one assembly spelling (the table in `formats::operand`), e.g.
 //!
-//! | op | form |
-//! |---|---|
-//! | `nop` | `nop` |
-//! | `sldi` | `sldi rD, imm=I` |
-//! | `sld` | `sld rD, rS1[, off=V]` |
-//! | `sadd` `ssub` `smul` | `sadd rD, rS1, rS2` |
-//! | `saddi` `smuli` | `saddi rD, rS1, imm=I` |
-//! | `setbw` | `setbw ibiw=W, obiw=W` |
-//! | `mvmul` | `mvmul rD, rS1, mbiw=W, relu=0\|1, group=G` |
-//! | `vvadd` … `vrsl` (two sources) | `vvadd rD, rS1, rS2, len=N[, off=V@S]` |
-//! | `vrelu` `vtanh` `vsigm` | `vrelu rD, rS1, len=N[, off=V@S]` |
-//! | `vavg` | `vavg rD, rS1, rS2, len=N[, off=V]` |
-//! | `vmv` | `vmv rD, rS1, rS2, len=N` |
-//! | `ld` `st` `lmv` | `ld rD, rS1, size=N[, off=V@S]` |
-//! | `lldi` | `lldi rD, imm=B[f], size=N[, off=V]` |
-//! | `send` | `send rS1, core=C, size=N[, off=V]` |
-//! | `recv` | `recv rD, core=C, size=N[, off=V]` |
-//! | `wait` | `wait eE, value=V` |
-//! | `sync` | `sync eE, core=C` |
+//! ```text
+//! sld r1, r2, off=4
+//! vvadd r3, r1, r2, len=16, off=4@0b011
+//! mvmul r0, r1, mbiw=8, relu=0, group=2
+//! lldi r0, imm=0f, size=72
+//! send r1, core=3, size=64
+//! wait e3, value=2
+//! ```
 //!
 //! An omitted `off` is zero; `off=V` alone has select 0. The printer omits zero offsets, writes
 //! selects as three binary digits (`off=4@0b011`: bit 0 applies to `rd`, bit 1 to `rs1`, bit 2 to
@@ -54,179 +44,115 @@
 
 use std::fmt::{self, Write as _};
 
-use crate::inst::{Inst, Opcode};
+use crate::inst::{
+    for_each_inst, BinVecOp, Inst, MemOp, Offset, Opcode, Reg, ScalarImmOp, ScalarOp, UnVecOp,
+    Width,
+};
 use crate::program::{ArchHints, GroupSpec, Program};
 
 use super::config::MAX_CORES;
-use super::decode::{decode, Field, RawInst, RawOp, Val};
-use super::error::FieldProblem;
+use super::decode::{decode, RawInst, RawOp, Val};
+use super::operand::{operands, Field, Kind, Operand};
+use super::problem::FieldProblem;
 
-/// A parse error in assembly text, at a 1-based line and column.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("line {line}, column {column}: {kind}")]
-pub struct AsmError {
-    pub line: usize,
-    pub column: usize,
-    pub kind: AsmErrorKind,
-}
+pub use super::error::{AsmError, AsmErrorKind};
 
-/// What is wrong at that position.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum AsmErrorKind {
-    /// Malformed text; the string says what was expected.
-    #[error("{0}")]
-    Syntax(String),
-    #[error("unknown op \"{0}\"")]
-    UnknownOp(String),
-    /// A `key=` the op does not take.
-    #[error("{op} has no operand \"{key}\"")]
-    UnknownKey { op: Opcode, key: String },
-    #[error("operand \"{0}\" given twice")]
-    DuplicateKey(String),
-    #[error("{op} takes {expected} register operand(s), found {found}")]
-    RegisterCount {
-        op: Opcode,
-        expected: usize,
-        found: usize,
-    },
-    /// An operand's value is invalid (the same kinds the JSON reader reports).
-    #[error("{op}: field \"{field}\": {problem}")]
-    Field {
-        op: Opcode,
-        field: &'static str,
-        problem: FieldProblem,
-    },
-    #[error("instruction outside a `core N:` section")]
-    OutsideSection,
-    #[error("core {0} has two sections")]
-    DuplicateCore(u32),
-    #[error("core {core} is beyond the {cores} cores of `.cores`")]
-    CoreBeyondCount { core: u32, cores: u32 },
-    /// A directive given twice, or a `.map` without `.groups map`.
-    #[error("{0}")]
-    Directive(String),
-}
-
-impl fmt::Display for Inst {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let op = self.opcode();
-        f.write_str(op.mnemonic())?;
-        match *self {
-            Inst::Nop => Ok(()),
-            Inst::Sldi { rd, imm } => write!(f, " {rd}, imm={imm}"),
-            Inst::Sld { rd, rs1, offset } => {
-                write!(f, " {rd}, {rs1}")?;
-                plain_offset(f, offset)
+macro_rules! print_ops {
+    ($( $op:ident $mn:literal [$($alias:literal),*] $cat:ident $variant:ident
+        [$($sub:ident : $subv:path)?] { $($field:ident : $kind:ident ($($key:ident)?)),* } ;)*) => {
+        /// The mnemonic, then each operand in the table's order, spelled as its kind says.
+        impl fmt::Display for Inst {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.opcode().mnemonic())?;
+                let mut p = Printer { f, first: true };
+                match *self {
+                    $(Inst::$variant { $($sub: $subv,)? $($field,)* } => {
+                        $(p.$kind($(Field::$key,)? $field)?;)*
+                    })*
+                }
+                Ok(())
             }
-            Inst::Scalar { rd, rs1, rs2, .. } => write!(f, " {rd}, {rs1}, {rs2}"),
-            Inst::ScalarImm { rd, rs1, imm, .. } => write!(f, " {rd}, {rs1}, imm={imm}"),
-            Inst::Setbw { ibiw, obiw } => write!(f, " ibiw={}, obiw={}", ibiw.bits(), obiw.bits()),
-            Inst::Mvmul {
-                rd,
-                rs1,
-                mbiw,
-                relu,
-                group,
-            } => {
-                write!(
-                    f,
-                    " {rd}, {rs1}, mbiw={}, relu={}, group={group}",
-                    mbiw.bits(),
-                    relu as u8
-                )
-            }
-            Inst::BinVec {
-                rd,
-                rs1,
-                rs2,
-                len,
-                offset,
-                ..
-            } => {
-                write!(f, " {rd}, {rs1}, {rs2}, len={len}")?;
-                select_offset(f, offset.select, offset.value)
-            }
-            Inst::UnVec {
-                rd,
-                rs1,
-                len,
-                offset,
-                ..
-            } => {
-                write!(f, " {rd}, {rs1}, len={len}")?;
-                select_offset(f, offset.select, offset.value)
-            }
-            Inst::Vavg {
-                rd,
-                rs1,
-                rs2,
-                len,
-                offset,
-            } => {
-                write!(f, " {rd}, {rs1}, {rs2}, len={len}")?;
-                plain_offset(f, offset)
-            }
-            Inst::Vmv { rd, rs1, rs2, len } => write!(f, " {rd}, {rs1}, {rs2}, len={len}"),
-            Inst::Mem {
-                rd,
-                rs1,
-                size,
-                offset,
-                ..
-            } => {
-                write!(f, " {rd}, {rs1}, size={size}")?;
-                select_offset(f, offset.select, offset.value)
-            }
-            Inst::Lldi {
-                rd,
-                imm,
-                size,
-                offset,
-                from_float,
-            } => {
-                write!(
-                    f,
-                    " {rd}, imm={imm}{}, size={size}",
-                    if from_float { "f" } else { "" }
-                )?;
-                plain_offset(f, offset)
-            }
-            Inst::Send {
-                rs1,
-                core,
-                size,
-                offset,
-            } => {
-                write!(f, " {rs1}, core={core}, size={size}")?;
-                plain_offset(f, offset)
-            }
-            Inst::Recv {
-                rd,
-                core,
-                size,
-                offset,
-            } => {
-                write!(f, " {rd}, core={core}, size={size}")?;
-                plain_offset(f, offset)
-            }
-            Inst::Wait { event, value } => write!(f, " e{}, value={value}", event.index()),
-            Inst::Sync { event, core } => write!(f, " e{}, core={core}", event.index()),
         }
-    }
+    };
+}
+for_each_inst!(print_ops);
+
+/// One printer per operand kind, named after it.
+struct Printer<'a, 'b> {
+    f: &'a mut fmt::Formatter<'b>,
+    first: bool,
 }
 
-fn plain_offset(f: &mut fmt::Formatter<'_>, value: i32) -> fmt::Result {
-    if value != 0 {
-        write!(f, ", off={value}")?;
+impl<'b> Printer<'_, 'b> {
+    /// Start an operand: a space after the mnemonic, a comma between operands.
+    fn next(&mut self) -> &mut fmt::Formatter<'b> {
+        let sep = if self.first { " " } else { ", " };
+        self.first = false;
+        let _ = self.f.write_str(sep);
+        self.f
     }
-    Ok(())
-}
-
-fn select_offset(f: &mut fmt::Formatter<'_>, select: u8, value: i32) -> fmt::Result {
-    if select != 0 || value != 0 {
-        write!(f, ", off={value}@0b{select:03b}")?;
+    fn reg(&mut self, _: Field, v: Reg) -> fmt::Result {
+        write!(self.next(), "{v}")
     }
-    Ok(())
+    fn event(&mut self, _: Field, v: Reg) -> fmt::Result {
+        write!(self.next(), "e{}", v.index())
+    }
+    fn send_source(&mut self, v: Reg) -> fmt::Result {
+        write!(self.next(), "{v}")
+    }
+    fn keyed(&mut self, key: Field, v: impl fmt::Display) -> fmt::Result {
+        let name = if key == Field::WaitValue {
+            "value"
+        } else {
+            key.name()
+        };
+        write!(self.next(), "{name}={v}")
+    }
+    fn imm32(&mut self, key: Field, v: i32) -> fmt::Result {
+        self.keyed(key, v)
+    }
+    fn width(&mut self, key: Field, v: Width) -> fmt::Result {
+        self.keyed(key, v.bits())
+    }
+    fn u32(&mut self, key: Field, v: u32) -> fmt::Result {
+        self.keyed(key, v)
+    }
+    fn i32(&mut self, key: Field, v: i32) -> fmt::Result {
+        self.keyed(key, v)
+    }
+    fn relu(&mut self, v: bool) -> fmt::Result {
+        write!(self.next(), "relu={}", v as u8)
+    }
+    fn lldi_byte(&mut self, v: u8) -> fmt::Result {
+        write!(self.next(), "imm={v}")
+    }
+    /// A suffix of the byte immediate just printed.
+    fn lldi_float(&mut self, v: bool) -> fmt::Result {
+        if v {
+            self.f.write_str("f")?;
+        }
+        Ok(())
+    }
+    fn bytes(&mut self, _: Field, v: u32) -> fmt::Result {
+        write!(self.next(), "size={v}")
+    }
+    /// Left out when zero; the select bits as three binary digits.
+    fn offset(&mut self, v: Offset) -> fmt::Result {
+        if v.select != 0 || v.value != 0 {
+            write!(self.next(), "off={}@0b{:03b}", v.value, v.select)?;
+        }
+        Ok(())
+    }
+    /// Left out when zero.
+    fn offset_value(&mut self, v: i32) -> fmt::Result {
+        if v != 0 {
+            write!(self.next(), "off={v}")?;
+        }
+        Ok(())
+    }
+    fn top_offset_value(&mut self, v: i32) -> fmt::Result {
+        self.offset_value(v)
+    }
 }
 
 /// Print a whole program: a header with the config, then one `core N:` section per core
@@ -582,62 +508,8 @@ fn parse_u32_token(token: &str, line: usize, col: usize) -> Result<u32, AsmError
         })
 }
 
-/// Register operands of each op, in order; `true` marks an event register (`eN`).
-fn positional(op: Opcode) -> &'static [(Field, bool)] {
-    use Field::*;
-    match op {
-        Opcode::Nop | Opcode::Setbw => &[],
-        Opcode::Sldi | Opcode::Lldi | Opcode::Recv => &[(Rd, false)],
-        Opcode::Send => &[(Rs1, false)],
-        Opcode::Wait | Opcode::Sync => &[(EventRegister, true)],
-        Opcode::Sld
-        | Opcode::Saddi
-        | Opcode::Smuli
-        | Opcode::Mvmul
-        | Opcode::Vrelu
-        | Opcode::Vtanh
-        | Opcode::Vsigm
-        | Opcode::Ld
-        | Opcode::St
-        | Opcode::Lmv => &[(Rd, false), (Rs1, false)],
-        _ => &[(Rd, false), (Rs1, false), (Rs2, false)],
-    }
-}
-
-/// The `key=` operands each op takes: (key, field, required).
-fn keys(op: Opcode) -> &'static [(&'static str, Field, bool)] {
-    use Field::*;
-    const OFF: (&str, Field, bool) = ("off", NestedValue, false);
-    match op {
-        Opcode::Nop | Opcode::Sadd | Opcode::Ssub | Opcode::Smul => &[],
-        Opcode::Sldi | Opcode::Saddi | Opcode::Smuli => &[("imm", Imm, true)],
-        Opcode::Sld => &[OFF],
-        Opcode::Setbw => &[("ibiw", Ibiw, true), ("obiw", Obiw, true)],
-        Opcode::Mvmul => &[
-            ("mbiw", Mbiw, true),
-            ("relu", Relu, true),
-            ("group", Group, true),
-        ],
-        Opcode::Vmv => &[("len", Len, true)],
-        Opcode::Ld | Opcode::St | Opcode::Lmv => &[("size", Size, true), OFF],
-        Opcode::Lldi => &[("imm", Imm, true), ("size", Size, true), OFF],
-        Opcode::Send | Opcode::Recv => &[("core", Core, true), ("size", Size, true), OFF],
-        Opcode::Wait => &[("value", WaitValue, true)],
-        Opcode::Sync => &[("core", Core, true)],
-        // Vector ops: vavg, vvadd.., vrelu..
-        _ => &[("len", Len, true), OFF],
-    }
-}
-
-/// Whether `off=` may carry select bits (`off=V@S`) for this op.
-fn takes_select(op: Opcode) -> bool {
-    !matches!(
-        op,
-        Opcode::Sld | Opcode::Vavg | Opcode::Lldi | Opcode::Send | Opcode::Recv
-    )
-}
-
-/// Parse one instruction whose text starts at byte `start` of line `line`.
+/// Parse one instruction whose text starts at byte `start` of line `line`: its operands go
+/// into `raw` under their JSON field names, then through the decoder the JSON reader uses.
 fn parse_inst_line(
     body: &str,
     line: usize,
@@ -654,155 +526,200 @@ fn parse_inst_line(
         ));
     };
     raw.op = Some(RawOp::Known(op));
-    // Column (1-based) where each field's text starts, to place decoder errors.
-    let mut columns: [(Field, &'static str, usize); 4] = [(Field::Rd, "", 0); 4];
-    let mut n_columns = 0;
-    let mut record = |field: Field, name: &'static str, col: usize| {
-        if n_columns < columns.len() {
-            columns[n_columns] = (field, name, col);
-            n_columns += 1;
-        }
-    };
-    let regs = positional(op);
-    let op_keys = keys(op);
-    let mut n_regs = 0;
-    let mut seen = [false; 4];
-    let rest_start = start + mnemonic.len() + 1;
-    let mut offset = rest_start + (rest.len() - rest.trim_start().len());
+    let mut p = OperandParser::new(op, line, start + 1, raw);
+    let mut offset = start + mnemonic.len() + 1 + (rest.len() - rest.trim_start().len());
     let rest = rest.trim_start();
-    let mut first_reg_col = start + 1;
     if !rest.trim().is_empty() {
         for item in rest.split(',') {
-            let lead = item.len() - item.trim_start().len();
-            let col = offset + lead + 1;
+            let col = offset + (item.len() - item.trim_start().len()) + 1;
             offset += item.len() + 1;
-            let item = item.trim();
-            if item.is_empty() {
-                return Err(syntax(line, col, "empty operand"));
-            }
-            if let Some((key, value)) = item.split_once('=') {
-                let (key, value) = (key.trim(), value.trim());
-                let vcol = col + (value.as_ptr() as usize - item.as_ptr() as usize);
-                let Some(k) = op_keys.iter().position(|(name, ..)| *name == key) else {
-                    return Err(err(
-                        line,
-                        col,
-                        AsmErrorKind::UnknownKey {
-                            op,
-                            key: key.to_string(),
-                        },
-                    ));
-                };
-                if seen[k] {
-                    return Err(err(line, col, AsmErrorKind::DuplicateKey(key.to_string())));
-                }
-                seen[k] = true;
-                let (name, field, _) = op_keys[k];
-                if field == Field::NestedValue {
-                    let (v, s) = match value.split_once('@') {
-                        Some((v, s)) if takes_select(op) => (v, Some(s)),
-                        Some(_) => {
-                            return Err(syntax(
-                                line,
-                                vcol,
-                                format!("{op}'s offset has no select bits"),
-                            ))
-                        }
-                        None => (value, None),
-                    };
-                    raw.set(Field::NestedValue, Val::Int(int_token(v, line, vcol)?));
-                    if let Some(s) = s {
-                        raw.set(Field::NestedSelect, Val::Int(int_token(s, line, vcol)?));
-                    }
-                    record(Field::NestedValue, name, vcol);
-                    record(Field::NestedSelect, name, vcol);
-                } else {
-                    let v = if field == Field::Imm && op == Opcode::Lldi {
-                        lldi_imm_token(value)
-                    } else {
-                        parse_int(value).map(Val::Int)
-                    };
-                    let Some(v) = v else {
-                        return Err(syntax(
-                            line,
-                            vcol,
-                            format!("expected a number, found `{value}`"),
-                        ));
-                    };
-                    raw.set(field, v);
-                    record(field, name, vcol);
-                }
-            } else {
-                if n_regs == 0 {
-                    first_reg_col = col;
-                }
-                if n_regs < regs.len() {
-                    let (field, event) = regs[n_regs];
-                    let prefix = if event { 'e' } else { 'r' };
-                    let Some(v) = item.strip_prefix(prefix).and_then(parse_int) else {
-                        let what = if event {
-                            "an event register `eN`"
-                        } else {
-                            "a register `rN`"
-                        };
-                        return Err(syntax(
-                            line,
-                            col,
-                            format!("expected {what}, found `{item}`"),
-                        ));
-                    };
-                    raw.set(field, Val::Int(v));
-                    record(field, field.name(), col);
-                }
-                n_regs += 1;
-            }
+            p.operand(item.trim(), col)?;
         }
     }
-    if n_regs != regs.len() {
-        return Err(err(
+    p.finish()
+}
+
+/// The state of one instruction's operands while they are parsed.
+struct OperandParser<'r> {
+    op: Opcode,
+    operands: &'static [Operand],
+    line: usize,
+    /// Column of the mnemonic.
+    start: usize,
+    raw: &'r mut RawInst,
+    /// Positional operands seen so far, and the column of the first.
+    registers: usize,
+    first_register_col: Option<usize>,
+    /// Bit `k` set: the `k`-th operand's key was given.
+    seen: u32,
+    /// Where each field's text starts (and the name the user wrote), to place decoder errors.
+    columns: Vec<(Field, &'static str, usize)>,
+}
+
+impl<'r> OperandParser<'r> {
+    fn new(op: Opcode, line: usize, start: usize, raw: &'r mut RawInst) -> Self {
+        OperandParser {
+            op,
+            operands: operands(op),
             line,
-            first_reg_col,
-            AsmErrorKind::RegisterCount {
-                op,
-                expected: regs.len(),
-                found: n_regs,
-            },
-        ));
+            start,
+            raw,
+            registers: 0,
+            first_register_col: None,
+            seen: 0,
+            columns: Vec::new(),
+        }
     }
-    if let Some(k) = op_keys
-        .iter()
-        .enumerate()
-        .position(|(k, (_, _, required))| *required && !seen[k])
-    {
-        let (name, ..) = op_keys[k];
-        return Err(err(
-            line,
-            start + 1,
-            AsmErrorKind::Field {
-                op,
-                field: name,
-                problem: FieldProblem::Missing,
-            },
-        ));
+
+    fn operand(&mut self, item: &str, col: usize) -> Result<(), AsmError> {
+        if item.is_empty() {
+            return Err(syntax(self.line, col, "empty operand"));
+        }
+        match item.split_once('=') {
+            Some((key, value)) => {
+                let vcol = col + (item.len() - item[key.len() + 1..].trim_start().len());
+                self.keyed(key.trim(), value.trim(), col, vcol)
+            }
+            None => self.register(item, col),
+        }
     }
-    decode(raw).map_err(|(_, field, problem)| {
-        let found = columns[..n_columns]
+
+    /// A positional operand: the next register of the op's list.
+    fn register(&mut self, item: &str, col: usize) -> Result<(), AsmError> {
+        self.first_register_col.get_or_insert(col);
+        let n = self.registers;
+        self.registers += 1;
+        let Some(operand) = self
+            .operands
             .iter()
-            .find(|(f, ..)| Some(f.name()) == field);
-        let (name, col) = match found {
-            Some(&(_, name, col)) => (name, col),
-            None => (field.unwrap_or("?"), start + 1),
+            .filter(|o| o.register_prefix().is_some())
+            .nth(n)
+        else {
+            return Ok(()); // Too many: counted, and reported by `finish`.
         };
-        err(
-            line,
-            col,
-            AsmErrorKind::Field {
+        let prefix = operand.register_prefix().unwrap_or('r');
+        let Some(v) = item.strip_prefix(prefix).and_then(parse_int) else {
+            let what = if prefix == 'e' {
+                "an event register `eN`"
+            } else {
+                "a register `rN`"
+            };
+            let msg = format!("expected {what}, found `{item}`");
+            return Err(syntax(self.line, col, msg));
+        };
+        self.raw.set(operand.field, Val::Int(v));
+        self.columns
+            .push((operand.field, operand.field.name(), col));
+        Ok(())
+    }
+
+    /// A `key=value` operand.
+    fn keyed(&mut self, key: &str, value: &str, col: usize, vcol: usize) -> Result<(), AsmError> {
+        let (line, op) = (self.line, self.op);
+        let found = self
+            .operands
+            .iter()
+            .enumerate()
+            .find(|(_, o)| o.asm_key() == Some(key));
+        let Some((k, &operand)) = found else {
+            let kind = AsmErrorKind::UnknownKey {
                 op,
-                field: name,
-                problem,
-            },
-        )
-    })
+                key: key.to_string(),
+            };
+            return Err(err(line, col, kind));
+        };
+        if self.seen & (1 << k) != 0 {
+            return Err(err(line, col, AsmErrorKind::DuplicateKey(key.to_string())));
+        }
+        self.seen |= 1 << k;
+        let name = operand.asm_key().unwrap_or("?");
+        match operand.kind {
+            Kind::Offset | Kind::OffsetValue | Kind::TopOffsetValue => {
+                let (v, s) = match value.split_once('@') {
+                    Some((v, s)) if operand.kind == Kind::Offset => (v, Some(s)),
+                    Some(_) => {
+                        let msg = format!("{op}'s offset has no select bits");
+                        return Err(syntax(line, vcol, msg));
+                    }
+                    None => (value, None),
+                };
+                self.raw
+                    .set(Field::NestedValue, Val::Int(int_token(v, line, vcol)?));
+                if let Some(s) = s {
+                    self.raw
+                        .set(Field::NestedSelect, Val::Int(int_token(s, line, vcol)?));
+                }
+                self.columns.push((Field::NestedValue, name, vcol));
+                self.columns.push((Field::NestedSelect, name, vcol));
+            }
+            kind => {
+                let v = if kind == Kind::LldiByte {
+                    lldi_imm_token(value)
+                } else {
+                    parse_int(value).map(Val::Int)
+                };
+                let Some(v) = v else {
+                    let msg = format!("expected a number, found `{value}`");
+                    return Err(syntax(line, vcol, msg));
+                };
+                // A byte count is stored as `size`, which the decoder accepts for every op.
+                let field = if kind == Kind::Bytes {
+                    Field::Size
+                } else {
+                    operand.field
+                };
+                self.raw.set(field, v);
+                self.columns.push((field, name, vcol));
+            }
+        }
+        Ok(())
+    }
+
+    /// Check the counts and required keys, then decode, placing a decoder error at the text
+    /// of the field at fault.
+    fn finish(self) -> Result<Inst, AsmError> {
+        let (line, op) = (self.line, self.op);
+        let expected = self
+            .operands
+            .iter()
+            .filter(|o| o.register_prefix().is_some())
+            .count();
+        if self.registers != expected {
+            let col = self.first_register_col.unwrap_or(self.start);
+            let found = self.registers;
+            return Err(err(
+                line,
+                col,
+                AsmErrorKind::RegisterCount {
+                    op,
+                    expected,
+                    found,
+                },
+            ));
+        }
+        let missing = self
+            .operands
+            .iter()
+            .enumerate()
+            .find(|(k, o)| o.asm_key().is_some() && !o.optional() && self.seen & (1 << k) == 0);
+        if let Some((_, o)) = missing {
+            let field = o.asm_key().unwrap_or("?");
+            let problem = FieldProblem::Missing;
+            return Err(err(
+                line,
+                self.start,
+                AsmErrorKind::Field { op, field, problem },
+            ));
+        }
+        decode(self.raw).map_err(|(_, field, problem)| {
+            let found = self.columns.iter().find(|(f, ..)| Some(f.name()) == field);
+            let (field, col) = match found {
+                Some(&(_, name, col)) => (name, col),
+                None => (field.unwrap_or("?"), self.start),
+            };
+            err(line, col, AsmErrorKind::Field { op, field, problem })
+        })
+    }
 }
 
 fn int_token(token: &str, line: usize, col: usize) -> Result<i64, AsmError> {

@@ -16,13 +16,16 @@
 //!
 //! Other keys are ignored (pimsim-nn's configs carry many).
 
+use std::collections::BTreeMap;
 use std::io::{self, Write};
 
 use serde_json::{Map, Value};
 
+use crate::inst::Inst;
 use crate::program::{ArchHints, GroupSpec, Program};
 
-use super::error::{FieldProblem, LoadErrorKind};
+use super::error::{CoreKeyProblem, LoadErrorKind};
+use super::problem::FieldProblem;
 
 /// The largest `core_cnt` accepted: far above any real chip, low enough that a corrupt count
 /// cannot make the loader allocate gigabytes of empty cores.
@@ -169,8 +172,28 @@ pub(crate) fn parse_config(v: &Value) -> Result<Config, LoadErrorKind> {
             },
         ));
     }
-
     let mut arch = ArchHints::default();
+    let pimcomp = pimcomp_fields(obj, &mut arch)?;
+    let count_marker = match obj.get("arch") {
+        Some(a) => our_arch(as_object(a, "arch")?, &mut arch)?,
+        None => false,
+    };
+    let groups = if let Some(m) = obj.get("array_group_map") {
+        GroupSpec::ArrayGroupMap(group_map(as_object(m, "array_group_map")?, core_cnt)?)
+    } else if pimcomp || count_marker {
+        GroupSpec::ArrayCount
+    } else {
+        GroupSpec::ExportOnly
+    };
+    Ok(Config {
+        core_cnt,
+        groups,
+        arch,
+    })
+}
+
+/// PIMCOMP-NN's crossbar fields into `arch`; whether any was present.
+fn pimcomp_fields(obj: &Map<String, Value>, arch: &mut ArchHints) -> Result<bool, LoadErrorKind> {
     let mut pimcomp = false;
     if let Some(v) = obj.get("xbar_size") {
         let [rows, cols] = as_pair(v, "xbar_size")?;
@@ -188,100 +211,86 @@ pub(crate) fn parse_config(v: &Value) -> Result<Config, LoadErrorKind> {
             pimcomp = true;
         }
     }
+    Ok(pimcomp)
+}
 
-    let mut count_marker = false;
-    if let Some(a) = obj.get("arch") {
-        let a = as_object(a, "arch")?;
-        for (key, slot, pimcomp_name) in [
-            (
-                "arrays_per_core",
-                &mut arch.arrays_per_core,
-                "xbar_array_count",
-            ),
-            ("array_rows", &mut arch.array_rows, "xbar_size[0]"),
-            ("array_cols", &mut arch.array_cols, "xbar_size[1]"),
-            ("local_memory_bytes", &mut arch.local_memory_bytes, ""),
-            ("frac_bits", &mut arch.frac_bits, ""),
-            ("cell_precision", &mut arch.cell_precision, "cell_precision"),
-            ("adc_count", &mut arch.adc_count, "adc_count"),
-        ] {
-            if let Some(v) = a.get(key) {
-                let field = format!("arch.{key}");
-                merge(slot, as_u32(v, &field)?, &field, pimcomp_name)?;
-            }
-        }
-        if let Some(v) = a.get("mesh") {
-            arch.mesh = Some(as_pair(v, "arch.mesh")?);
-        }
-        match a.get("group_reading") {
-            None => {}
-            Some(Value::String(s)) if s == "array_count" => count_marker = true,
-            Some(Value::String(s)) => {
-                let found = format!("\"{s}\"");
-                return Err(err(
-                    "arch.group_reading",
-                    FieldProblem::OutOfRange {
-                        expected: "\"array_count\"",
-                        found,
-                    },
-                ));
-            }
-            Some(other) => {
-                let found = type_of(other);
-                return Err(err(
-                    "arch.group_reading",
-                    FieldProblem::WrongType {
-                        expected: "a string",
-                        found,
-                    },
-                ));
-            }
+/// Our `arch` object into `arch` (agreeing with PIMCOMP-NN's fields); whether it carries the
+/// `group_reading: "array_count"` marker.
+fn our_arch(a: &Map<String, Value>, arch: &mut ArchHints) -> Result<bool, LoadErrorKind> {
+    for (key, slot, pimcomp_name) in [
+        (
+            "arrays_per_core",
+            &mut arch.arrays_per_core,
+            "xbar_array_count",
+        ),
+        ("array_rows", &mut arch.array_rows, "xbar_size[0]"),
+        ("array_cols", &mut arch.array_cols, "xbar_size[1]"),
+        ("local_memory_bytes", &mut arch.local_memory_bytes, ""),
+        ("frac_bits", &mut arch.frac_bits, ""),
+        ("cell_precision", &mut arch.cell_precision, "cell_precision"),
+        ("adc_count", &mut arch.adc_count, "adc_count"),
+    ] {
+        if let Some(v) = a.get(key) {
+            let field = format!("arch.{key}");
+            merge(slot, as_u32(v, &field)?, &field, pimcomp_name)?;
         }
     }
+    if let Some(v) = a.get("mesh") {
+        arch.mesh = Some(as_pair(v, "arch.mesh")?);
+    }
+    match a.get("group_reading") {
+        None => Ok(false),
+        Some(Value::String(s)) if s == "array_count" => Ok(true),
+        Some(Value::String(s)) => Err(err(
+            "arch.group_reading",
+            FieldProblem::OutOfRange {
+                expected: "\"array_count\"",
+                found: format!("\"{s}\""),
+            },
+        )),
+        Some(other) => Err(err(
+            "arch.group_reading",
+            FieldProblem::WrongType {
+                expected: "a string",
+                found: type_of(other),
+            },
+        )),
+    }
+}
 
-    let groups = if let Some(m) = obj.get("array_group_map") {
-        let m = as_object(m, "array_group_map")?;
-        let mut map = vec![Vec::new(); core_cnt as usize];
-        for (key, list) in m {
-            let field = format!("array_group_map.{key}");
-            let Some(core) = parse_core_key(key, "core") else {
-                let problem = FieldProblem::OutOfRange {
-                    expected: "a key \"core<N>\"",
-                    found: format!("\"{key}\""),
-                };
-                return Err(err(field, problem));
+/// `array_group_map`, one list per core (empty where the map has no entry).
+fn group_map(m: &Map<String, Value>, core_cnt: u32) -> Result<Vec<Vec<u32>>, LoadErrorKind> {
+    let mut map = vec![Vec::new(); core_cnt as usize];
+    for (key, list) in m {
+        let field = format!("array_group_map.{key}");
+        let Some(core) = parse_core_key(key, "core") else {
+            let problem = FieldProblem::OutOfRange {
+                expected: "a key \"core<N>\"",
+                found: format!("\"{key}\""),
             };
-            if core >= core_cnt {
-                let problem = FieldProblem::OutOfRange {
-                    expected: "a core below core_cnt",
-                    found: core.to_string(),
-                };
-                return Err(err(field, problem));
-            }
-            let Value::Array(items) = list else {
-                let problem = FieldProblem::WrongType {
-                    expected: "an array of integers",
-                    found: type_of(list),
-                };
-                return Err(err(field, problem));
+            return Err(err(field, problem));
+        };
+        if core >= core_cnt {
+            let problem = FieldProblem::OutOfRange {
+                expected: "a core below core_cnt",
+                found: core.to_string(),
             };
-            map[core as usize] = items
-                .iter()
-                .enumerate()
-                .map(|(i, v)| as_u32(v, &format!("{field}[{i}]")))
-                .collect::<Result<_, _>>()?;
+            return Err(err(field, problem));
         }
-        GroupSpec::ArrayGroupMap(map)
-    } else if pimcomp || count_marker {
-        GroupSpec::ArrayCount
-    } else {
-        GroupSpec::ExportOnly
-    };
-    Ok(Config {
-        core_cnt,
-        groups,
-        arch,
-    })
+        let Value::Array(items) = list else {
+            let problem = FieldProblem::WrongType {
+                expected: "an array of integers",
+                found: type_of(list),
+            };
+            return Err(err(field, problem));
+        };
+        map[core as usize] = items
+            .iter()
+            .enumerate()
+            .map(|(i, v)| as_u32(v, &format!("{field}[{i}]")))
+            .collect::<Result<_, _>>()?;
+    }
+    Ok(map)
 }
 
 /// Write `program`'s config object (compact, one line). Every core `0..core_cnt` gets an
@@ -344,4 +353,28 @@ pub(crate) fn write_config<W: Write + ?Sized>(program: &Program, w: &mut W) -> i
         obj.insert("arch".into(), Value::Object(a));
     }
     serde_json::to_writer(&mut *w, &Value::Object(obj)).map_err(io::Error::from)
+}
+
+/// Put the parsed cores into a program of `config.core_cnt` cores.
+pub(crate) fn assemble(
+    config: Config,
+    cores: BTreeMap<u32, Vec<Inst>>,
+) -> Result<Program, LoadErrorKind> {
+    let core_cnt = config.core_cnt;
+    let mut out = vec![Vec::new(); core_cnt as usize];
+    for (core, insts) in cores {
+        if core >= core_cnt {
+            let problem = CoreKeyProblem::BeyondCoreCount { core, core_cnt };
+            return Err(LoadErrorKind::CoreKey {
+                key: format!("core{core}"),
+                problem,
+            });
+        }
+        out[core as usize] = insts;
+    }
+    Ok(Program {
+        cores: out,
+        groups: config.groups,
+        arch: config.arch,
+    })
 }

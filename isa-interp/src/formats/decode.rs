@@ -2,24 +2,27 @@
 //!
 //! Both readers feed this one decoder: the JSON reader stores each JSON field it meets in a
 //! [`RawInst`], and the assembly parser stores its operands under the same JSON field names.
-//! So the field rules of `isa.md` (which fields each op needs, the accepted ranges, the
-//! spellings that must agree) live here once.
+//! Which fields each op needs comes from the instruction table (`inst::for_each_inst!`): one
+//! [`Fields`] method per operand kind, named after it, checks the accepted ranges and the
+//! spellings that must agree, so those rules live here once.
 //!
 //! Ranges accepted (documented in `formats`' module doc as well):
 //! - registers `0..=31`, widths `1..=32`, `offset_select` `0..=7`;
 //! - sizes, lengths, core ids and group numbers: `0..=2^32-1`;
 //! - `offset_value`, `wait_value`: a signed 32-bit integer;
-//! - `sldi` / `saddi` / `smuli` `imm`: `-2^31..=2^32-1`, stored as its 32-bit pattern (so both
+//! - 32-bit immediates (`imm32`): `-2^31..=2^32-1`, stored as their 32-bit pattern (so both
 //!   `-1` and `4294967295` mean all ones);
-//! - `lldi` `imm`: an integer in `-128..=255`, stored as its byte, or a float, truncated toward
-//!   zero and then in the same range (`from_float` is set);
+//! - byte immediates (`lldi_byte`): an integer in `-128..=255`, stored as its byte, or a float,
+//!   truncated toward zero and then in the same range (`lldi_float` is then true);
 //! - `relu`: `0`, `1`, `false` or `true`.
 
 use crate::inst::{
-    BinVecOp, Inst, MemOp, Offset, Opcode, Reg, ScalarImmOp, ScalarOp, UnVecOp, Width,
+    for_each_inst, BinVecOp, Inst, MemOp, Offset, Opcode, Reg, ScalarImmOp, ScalarOp, UnVecOp,
+    Width,
 };
 
-use super::error::FieldProblem;
+use super::operand::{Field, FIELD_COUNT};
+use super::problem::FieldProblem;
 
 /// One field value as a reader saw it, before its type is checked.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -31,83 +34,6 @@ pub(crate) enum Val {
     Bool(bool),
     /// Any other JSON type; the string names it ("a string", "an object", ...).
     Other(&'static str),
-}
-
-/// The fields an instruction may carry, by their JSON names.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[repr(u8)]
-pub(crate) enum Field {
-    Rd,
-    Rs1,
-    Rs2,
-    Imm,
-    Len,
-    Size,
-    /// Top-level `offset_value` (the form `sld` uses).
-    OffsetValue,
-    Core,
-    Mbiw,
-    Relu,
-    Group,
-    Ibiw,
-    Obiw,
-    EventRegister,
-    WaitValue,
-    /// `offset.offset_select`.
-    NestedSelect,
-    /// `offset.offset_value`.
-    NestedValue,
-    /// The `offset` object as a whole (named in errors only; never stored).
-    Offset,
-}
-
-pub(crate) const FIELD_COUNT: usize = Field::Offset as usize + 1;
-
-impl Field {
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            Field::Rd => "rd",
-            Field::Rs1 => "rs1",
-            Field::Rs2 => "rs2",
-            Field::Imm => "imm",
-            Field::Len => "len",
-            Field::Size => "size",
-            Field::OffsetValue => "offset_value",
-            Field::Core => "core",
-            Field::Mbiw => "mbiw",
-            Field::Relu => "relu",
-            Field::Group => "group",
-            Field::Ibiw => "ibiw",
-            Field::Obiw => "obiw",
-            Field::EventRegister => "event_register",
-            Field::WaitValue => "wait_value",
-            Field::NestedSelect => "offset.offset_select",
-            Field::NestedValue => "offset.offset_value",
-            Field::Offset => "offset",
-        }
-    }
-
-    /// The top-level JSON key for this field (`None` for the nested offset fields).
-    pub(crate) fn from_key(key: &[u8]) -> Option<Field> {
-        Some(match key {
-            b"rd" => Field::Rd,
-            b"rs1" => Field::Rs1,
-            b"rs2" => Field::Rs2,
-            b"imm" => Field::Imm,
-            b"len" => Field::Len,
-            b"size" => Field::Size,
-            b"offset_value" => Field::OffsetValue,
-            b"core" => Field::Core,
-            b"mbiw" => Field::Mbiw,
-            b"relu" => Field::Relu,
-            b"group" => Field::Group,
-            b"ibiw" => Field::Ibiw,
-            b"obiw" => Field::Obiw,
-            b"event_register" => Field::EventRegister,
-            b"wait_value" => Field::WaitValue,
-            _ => return None,
-        })
-    }
 }
 
 /// The `op` field as read.
@@ -190,128 +116,20 @@ pub(crate) fn decode(raw: &RawInst) -> Result<Inst, DecodeError> {
     decode_op(op, raw).map_err(|(field, problem)| (Some(op), Some(field.name()), problem))
 }
 
-fn decode_op(op: Opcode, raw: &RawInst) -> R<Inst> {
-    use Field::*;
-    let f = Fields(raw);
-    Ok(match op {
-        Opcode::Nop => Inst::Nop,
-        Opcode::Sldi => Inst::Sldi {
-            rd: f.reg(Rd)?,
-            imm: f.imm32(Imm)?,
-        },
-        Opcode::Sld => Inst::Sld {
-            rd: f.reg(Rd)?,
-            rs1: f.reg(Rs1)?,
-            offset: f.offset_value()?,
-        },
-        Opcode::Sadd | Opcode::Ssub | Opcode::Smul => {
-            Inst::Scalar {
-                op: ScalarOp::from_opcode(op).expect("a scalar opcode"),
-                rd: f.reg(Rd)?,
-                rs1: f.reg(Rs1)?,
-                rs2: f.reg(Rs2)?,
-            }
+macro_rules! decode_ops {
+    ($( $op:ident $mn:literal [$($alias:literal),*] $cat:ident $variant:ident
+        [$($sub:ident : $subv:path)?] { $($field:ident : $kind:ident ($($key:ident)?)),* } ;)*) => {
+        /// The instruction `op` with its operands read from `raw`, in the table's order (so the
+        /// first bad operand in that order is the one reported).
+        fn decode_op(op: Opcode, raw: &RawInst) -> R<Inst> {
+            let f = Fields(raw);
+            Ok(match op {
+                $(Opcode::$op => Inst::$variant { $($sub: $subv,)? $($field: f.$kind($(Field::$key)?)?,)* },)*
+            })
         }
-        Opcode::Saddi | Opcode::Smuli => {
-            Inst::ScalarImm {
-                op: ScalarImmOp::from_opcode(op).expect("a scalar-immediate opcode"),
-                rd: f.reg(Rd)?,
-                rs1: f.reg(Rs1)?,
-                imm: f.imm32(Imm)?,
-            }
-        }
-        Opcode::Setbw => Inst::Setbw {
-            ibiw: f.width(Ibiw)?,
-            obiw: f.width(Obiw)?,
-        },
-        Opcode::Mvmul => Inst::Mvmul {
-            rd: f.reg(Rd)?,
-            rs1: f.reg(Rs1)?,
-            mbiw: f.width(Mbiw)?,
-            relu: f.relu()?,
-            group: f.u32(Group)?,
-        },
-        Opcode::Vvadd
-        | Opcode::Vvsub
-        | Opcode::Vvmul
-        | Opcode::Vvdmul
-        | Opcode::Vvmax
-        | Opcode::Vvsll
-        | Opcode::Vvsra
-        | Opcode::Vrsu
-        | Opcode::Vrsl => Inst::BinVec {
-            op: BinVecOp::from_opcode(op).expect("a binary vector opcode"),
-            rd: f.reg(Rd)?,
-            rs1: f.reg(Rs1)?,
-            rs2: f.reg(Rs2)?,
-            len: f.u32(Len)?,
-            offset: f.offset()?,
-        },
-        Opcode::Vrelu | Opcode::Vtanh | Opcode::Vsigm => Inst::UnVec {
-            op: UnVecOp::from_opcode(op).expect("a unary vector opcode"),
-            rd: f.reg(Rd)?,
-            rs1: f.reg(Rs1)?,
-            len: f.u32(Len)?,
-            offset: f.offset()?,
-        },
-        Opcode::Vavg => Inst::Vavg {
-            rd: f.reg(Rd)?,
-            rs1: f.reg(Rs1)?,
-            rs2: f.reg(Rs2)?,
-            len: f.u32(Len)?,
-            offset: f.offset_value()?,
-        },
-        Opcode::Vmv => Inst::Vmv {
-            rd: f.reg(Rd)?,
-            rs1: f.reg(Rs1)?,
-            rs2: f.reg(Rs2)?,
-            len: f.u32(Len)?,
-        },
-        Opcode::Ld | Opcode::St | Opcode::Lmv => {
-            let mem_op = MemOp::from_opcode(op).expect("a memory opcode");
-            // `lmv` spells its byte count `len`, `ld`/`st` spell it `size`.
-            let canonical = if mem_op == MemOp::Lmv { Len } else { Size };
-            Inst::Mem {
-                op: mem_op,
-                rd: f.reg(Rd)?,
-                rs1: f.reg(Rs1)?,
-                size: f.byte_size(canonical)?,
-                offset: f.offset()?,
-            }
-        }
-        Opcode::Lldi => {
-            let rd = f.reg(Rd)?;
-            let (imm, from_float) = f.lldi_imm()?;
-            Inst::Lldi {
-                rd,
-                imm,
-                size: f.byte_size(Len)?,
-                offset: f.offset_value()?,
-                from_float,
-            }
-        }
-        Opcode::Send => Inst::Send {
-            rs1: f.send_source()?,
-            core: f.u32(Core)?,
-            size: f.byte_size(Size)?,
-            offset: f.offset_value()?,
-        },
-        Opcode::Recv => Inst::Recv {
-            rd: f.reg(Rd)?,
-            core: f.u32(Core)?,
-            size: f.byte_size(Size)?,
-            offset: f.offset_value()?,
-        },
-        Opcode::Wait => Inst::Wait {
-            event: f.reg(EventRegister)?,
-            value: f.i32(WaitValue)?,
-        },
-        Opcode::Sync => Inst::Sync {
-            event: f.reg(EventRegister)?,
-            core: f.u32(Core)?,
-        },
-    })
+    };
 }
+for_each_inst!(decode_ops);
 
 /// Typed accessors over a [`RawInst`]; each names its field in errors.
 struct Fields<'a>(&'a RawInst);
@@ -347,6 +165,11 @@ impl Fields<'_> {
     fn reg(&self, field: Field) -> R<Reg> {
         let v = self.required(field, "a register index")?;
         reg_from(v).ok_or((field, FieldProblem::RegisterOutOfRange(v)))
+    }
+
+    /// An event register: read as a general register.
+    fn event(&self, field: Field) -> R<Reg> {
+        self.reg(field)
     }
 
     fn width(&self, field: Field) -> R<Width> {
@@ -393,10 +216,10 @@ impl Fields<'_> {
         }
     }
 
-    /// `lldi`'s immediate: an integer byte, or a float truncated toward zero.
-    fn lldi_imm(&self) -> R<(u8, bool)> {
+    /// A byte immediate: an integer, or a float truncated toward zero.
+    fn lldi_byte(&self) -> R<u8> {
         match self.0.get(Field::Imm) {
-            Some(Val::Float(x)) => lldi_imm_from_float(x).map(|b| (b, true)).ok_or((
+            Some(Val::Float(x)) => lldi_imm_from_float(x).ok_or((
                 Field::Imm,
                 FieldProblem::OutOfRange {
                     expected: BYTE_RANGE,
@@ -405,16 +228,19 @@ impl Fields<'_> {
             )),
             _ => {
                 let v = self.required(Field::Imm, BYTE_RANGE)?;
-                lldi_imm_from_int(v)
-                    .map(|b| (b, false))
-                    .ok_or((Field::Imm, out_of_range(BYTE_RANGE, v)))
+                lldi_imm_from_int(v).ok_or((Field::Imm, out_of_range(BYTE_RANGE, v)))
             }
         }
     }
 
+    /// Whether the byte immediate was given as a float.
+    fn lldi_float(&self) -> R<bool> {
+        Ok(matches!(self.0.get(Field::Imm), Some(Val::Float(_))))
+    }
+
     /// A byte count spelled `len` or `size` (`canonical` is the spelling isa.md gives the op;
     /// it is the one named when both are missing).
-    fn byte_size(&self, canonical: Field) -> R<u32> {
+    fn bytes(&self, canonical: Field) -> R<u32> {
         let len = self.int(Field::Len, NON_NEG)?;
         let size = self.int(Field::Size, NON_NEG)?;
         let v = match (len, size) {
@@ -439,7 +265,7 @@ impl Fields<'_> {
         u32_from(field, v)
     }
 
-    /// `send`'s source register, in `rs1` or `rd` (both must agree).
+    /// A transfer's source register, in `rs1` or `rd` (both must agree).
     fn send_source(&self) -> R<Reg> {
         let rd = self.int(Field::Rd, "a register index")?;
         let rs1 = self.int(Field::Rs1, "a register index")?;
@@ -496,6 +322,11 @@ impl Fields<'_> {
             (None, None) => return Ok(0),
         };
         i32::try_from(v).map_err(|_| (field, out_of_range(I32_RANGE, v)))
+    }
+
+    /// [`Fields::offset_value`], which the writer puts at top level instead of nested.
+    fn top_offset_value(&self) -> R<i32> {
+        self.offset_value()
     }
 
     /// A full offset (select bits and value); absent parts are 0.

@@ -1,6 +1,8 @@
 //! pimsim-nn's directory form: `config.json` (the config object) and one `core_<id>.json`
 //! (that core's instruction array) per core.
 //!
+//! Every file goes through the bounded reader (`pimdiff_input`: `config.json` up to
+//! `MAX_CONFIG_BYTES`, core files up to `MAX_PROGRAM_BYTES`; an empty file is an error).
 //! Reading accepts a `config.json` that is either the config object itself or a whole
 //! `{"config": {...}}` wrapper; a core without a file is empty; a `core_<N>.json` with
 //! `N >= core_cnt` (or a non-canonical `N` such as `core_07.json`) is an error; other files and
@@ -17,17 +19,19 @@ use std::fs;
 use std::io::{self, Write};
 use std::path::Path;
 
+use pimdiff_input::{MAX_CONFIG_BYTES, MAX_PROGRAM_BYTES};
+
 use crate::program::Program;
 
-use super::config::{parse_config, parse_core_key, write_config};
+use super::config::{assemble, parse_config, parse_core_key, write_config};
 use super::error::{CoreKeyProblem, LoadError, LoadErrorKind};
-use super::json::{assemble, json_error, read_core_slice, write_core};
+use super::json::{json_error, read_core_slice, write_core};
 
 /// Read a program from a directory.
 pub fn read_program_dir(dir: &Path) -> Result<Program, LoadError> {
     let config_path = dir.join("config.json");
-    let config_bytes = fs::read(&config_path)
-        .map_err(|e| LoadError::new(LoadErrorKind::Io(e)).in_file(&config_path))?;
+    let config_bytes = pimdiff_input::read_file(&config_path, MAX_CONFIG_BYTES)
+        .map_err(|e| LoadError::from(e).in_file(&config_path))?;
     let value: serde_json::Value = serde_json::from_slice(&config_bytes)
         .map_err(|e| LoadError::new(json_error(&e)).in_file(&config_path))?;
     let value = match value.get("config") {
@@ -71,8 +75,8 @@ pub fn read_program_dir(dir: &Path) -> Result<Program, LoadError> {
 
     let mut cores = BTreeMap::new();
     for (core, path) in files {
-        let bytes =
-            fs::read(&path).map_err(|e| LoadError::new(LoadErrorKind::Io(e)).in_file(&path))?;
+        let bytes = pimdiff_input::read_file(&path, MAX_PROGRAM_BYTES)
+            .map_err(|e| LoadError::from(e).in_file(&path))?;
         let insts = read_core_slice(&bytes, core).map_err(|e| e.in_file(&path))?;
         cores.insert(core, insts);
     }

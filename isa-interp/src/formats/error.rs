@@ -10,7 +10,8 @@ use std::path::{Path, PathBuf};
 
 use crate::inst::Opcode;
 
-use super::asm::AsmError;
+pub use super::problem::FieldProblem;
+use pimdiff_input::InputError;
 
 /// A program could not be loaded. `file` is the file being read when it is known (for the
 /// directory form, the `core_<id>.json` or `config.json` at fault).
@@ -52,6 +53,23 @@ impl LoadError {
     }
 }
 
+/// An operating-system error stays [`LoadErrorKind::Io`]; every other refusal of the bounded
+/// reader is [`LoadErrorKind::Input`].
+impl From<InputError> for LoadErrorKind {
+    fn from(e: InputError) -> LoadErrorKind {
+        match e {
+            InputError::Io(e) => LoadErrorKind::Io(e),
+            other => LoadErrorKind::Input(other),
+        }
+    }
+}
+
+impl From<InputError> for LoadError {
+    fn from(e: InputError) -> LoadError {
+        LoadError::new(e.into())
+    }
+}
+
 impl From<LoadErrorKind> for LoadError {
     fn from(kind: LoadErrorKind) -> LoadError {
         LoadError::new(kind)
@@ -88,6 +106,10 @@ pub enum LoadErrorKind {
     /// Our assembly text did not parse.
     #[error("{0}")]
     Asm(AsmError),
+    /// The bounded reader refused the file: empty, above its size limit, or a gzip stream
+    /// that is truncated, corrupt or inflates beyond the limit (`pimdiff_input`).
+    #[error("{0}")]
+    Input(InputError),
     /// The path is neither a directory nor a readable program file.
     #[error("not a program: {0}")]
     NotAProgram(String),
@@ -134,45 +156,48 @@ impl fmt::Display for InstError {
     }
 }
 
-/// What is wrong with one field (or, for `NotAnObject` / `UnknownOp`, one instruction).
+/// A parse error in assembly text, at a 1-based line and column.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum FieldProblem {
-    /// A field the op needs is absent.
-    #[error("missing")]
-    Missing,
-    /// The JSON value has the wrong type (`found` names the type, e.g. "a string").
-    #[error("expected {expected}, found {found}")]
-    WrongType {
-        expected: &'static str,
-        found: &'static str,
-    },
-    /// A number outside the field's range (`found` is the value as written).
-    #[error("expected {expected}, found {found}")]
-    OutOfRange {
-        expected: &'static str,
-        found: String,
-    },
-    /// A register index that is not `0..32`.
-    #[error("register index {0} out of range (0..=31)")]
-    RegisterOutOfRange(i64),
-    /// An element width that is not `1..=32`.
-    #[error("width {0} out of range (1..=32)")]
-    WidthOutOfRange(i64),
-    /// An `offset_select` that is not `0..8`.
-    #[error("offset_select {0} out of range (0..=7)")]
-    OffsetSelectOutOfRange(i64),
-    /// Two spellings of one operand disagree (`send`'s `rd`/`rs1`, `len`/`size`, top-level and
-    /// nested `offset_value`).
-    #[error("{value} disagrees with \"{other}\" = {other_value}")]
-    Disagree {
-        other: &'static str,
-        value: i64,
-        other_value: i64,
-    },
-    /// An op this ISA does not have.
+#[error("line {line}, column {column}: {kind}")]
+pub struct AsmError {
+    pub line: usize,
+    pub column: usize,
+    pub kind: AsmErrorKind,
+}
+
+/// What is wrong at that position.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum AsmErrorKind {
+    /// Malformed text; the string says what was expected.
+    #[error("{0}")]
+    Syntax(String),
     #[error("unknown op \"{0}\"")]
     UnknownOp(String),
-    /// An instruction that is not a JSON object.
-    #[error("expected an instruction object, found {0}")]
-    NotAnObject(&'static str),
+    /// A `key=` the op does not take.
+    #[error("{op} has no operand \"{key}\"")]
+    UnknownKey { op: Opcode, key: String },
+    #[error("operand \"{0}\" given twice")]
+    DuplicateKey(String),
+    #[error("{op} takes {expected} register operand(s), found {found}")]
+    RegisterCount {
+        op: Opcode,
+        expected: usize,
+        found: usize,
+    },
+    /// An operand's value is invalid (the same kinds the JSON reader reports).
+    #[error("{op}: field \"{field}\": {problem}")]
+    Field {
+        op: Opcode,
+        field: &'static str,
+        problem: FieldProblem,
+    },
+    #[error("instruction outside a `core N:` section")]
+    OutsideSection,
+    #[error("core {0} has two sections")]
+    DuplicateCore(u32),
+    #[error("core {core} is beyond the {cores} cores of `.cores`")]
+    CoreBeyondCount { core: u32, cores: u32 },
+    /// A directive given twice, or a `.map` without `.groups map`.
+    #[error("{0}")]
+    Directive(String),
 }

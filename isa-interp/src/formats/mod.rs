@@ -24,10 +24,13 @@ mod decode;
 pub mod dir;
 pub mod error;
 pub mod json;
+mod operand;
+mod problem;
 
 use std::fs;
-use std::io::Read;
 use std::path::Path;
+
+use pimdiff_input::{is_blank, InputError, GZIP_MAGIC, MAX_PROGRAM_BYTES};
 
 use crate::program::Program;
 
@@ -36,45 +39,41 @@ pub use dir::{read_program_dir, write_program_dir};
 pub use error::{CoreKeyProblem, FieldProblem, InstError, LoadError, LoadErrorKind};
 pub use json::{read_json, write_json};
 
-/// The two bytes every gzip stream starts with.
-const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
-
 /// Load a program from `path`: a directory (pimsim-nn's directory form), or a file holding
 /// JSON or our assembly text, either of them possibly gzip-compressed. Gzip is detected by its
 /// magic bytes whatever the extension; JSON by its first non-blank character being `{`;
-/// anything else is parsed as assembly text.
+/// anything else is parsed as assembly text. The file goes through the bounded reader
+/// (`pimdiff_input::MAX_PROGRAM_BYTES`, compressed and inflated); an empty file is an error.
 pub fn load_program(path: &Path) -> Result<Program, LoadError> {
-    let io_err = |e| LoadError::new(LoadErrorKind::Io(e)).in_file(path);
-    let meta = fs::metadata(path).map_err(io_err)?;
+    let meta =
+        fs::metadata(path).map_err(|e| LoadError::new(LoadErrorKind::Io(e)).in_file(path))?;
     if meta.is_dir() {
         return read_program_dir(path);
     }
-    let bytes = fs::read(path).map_err(io_err)?;
+    let bytes = pimdiff_input::read_file(path, MAX_PROGRAM_BYTES)
+        .map_err(|e| LoadError::from(e).in_file(path))?;
     load_bytes(&bytes).map_err(|e| e.in_file(path))
 }
 
 /// Load a program from the bytes of a file (see [`load_program`] for the detection rules).
 pub fn load_bytes(bytes: &[u8]) -> Result<Program, LoadError> {
+    if is_blank(bytes) {
+        return Err(InputError::Empty.into());
+    }
     if bytes.starts_with(&GZIP_MAGIC) {
+        // JSON is parsed while it is inflated; anything else (assembly text) afterwards.
+        if let Some(result) = json::read_json_gzip(bytes) {
+            return result;
+        }
         let text = gunzip(bytes)?;
         return load_text_bytes(&text);
     }
     load_text_bytes(bytes)
 }
 
-/// Decompress a whole gzip file (all members). The trailer's size field (the size modulo
-/// 2^32) sizes the buffer up front, which saves the copies of a growing vector; it is capped
-/// by deflate's best ratio (about 1032:1) so that a forged trailer cannot reserve gigabytes.
+/// Decompress a whole gzip file (all members), bounded by `pimdiff_input::MAX_PROGRAM_BYTES`.
 pub fn gunzip(bytes: &[u8]) -> Result<Vec<u8>, LoadError> {
-    let hint = match bytes.len() {
-        n if n >= 18 => u32::from_le_bytes(bytes[n - 4..].try_into().unwrap_or([0; 4])) as usize,
-        _ => 0,
-    };
-    let mut out = Vec::with_capacity(hint.min(bytes.len().saturating_mul(1032)).saturating_add(1));
-    flate2::read::MultiGzDecoder::new(bytes)
-        .read_to_end(&mut out)
-        .map_err(|e| LoadError::new(LoadErrorKind::Io(e)))?;
-    Ok(out)
+    Ok(pimdiff_input::gunzip(bytes, MAX_PROGRAM_BYTES)?)
 }
 
 fn load_text_bytes(bytes: &[u8]) -> Result<Program, LoadError> {

@@ -484,16 +484,38 @@ pub(crate) fn mvmul<'s>(view: &GroupView<'_>, scratch: &'s mut MvmulScratch) -> 
 /// The `i32` fast path over pair-interleaved 16-bit weights with 16-bit inputs; the caller
 /// proved that no partial sum overflows. AVX2 (`vpmaddwd`) when the CPU has it: the default
 /// x86-64 target only assumes SSE2.
+///
+/// `w` holds `x.len().div_ceil(2)` row pairs of `stride` columns each; the product covers
+/// columns `col0..col0 + acc.len()`.
 fn pairs_i32(x: &[i32], w: &[i16], stride: usize, col0: usize, acc: &mut [i32]) {
+    check_pairs_layout(x, w, stride, col0, acc);
     #[cfg(target_arch = "x86_64")]
     {
         if std::is_x86_feature_detected!("avx2") {
-            // SAFETY: the CPU supports AVX2 (checked just above).
+            // SAFETY: the CPU supports AVX2 (checked just above), and `check_pairs_layout`
+            // proved the bounds that `avx2::pairs_i32` documents.
             unsafe { avx2::pairs_i32(x, w, stride, col0, acc) };
             return;
         }
     }
     pairs_i32_scalar(x, w, stride, col0, acc, 0)
+}
+
+/// The layout every implementation of [`pairs_i32`] relies on: the columns fit a row, and
+/// every row pair of `x` is inside `w`. A violation is a bug in the caller, never input.
+#[inline]
+fn check_pairs_layout(x: &[i32], w: &[i16], stride: usize, col0: usize, acc: &[i32]) {
+    assert!(
+        col0 + acc.len() <= stride,
+        "columns {col0}..{} outside a row of {stride}",
+        col0 + acc.len()
+    );
+    assert!(
+        x.len().div_ceil(2) * stride * 2 <= w.len(),
+        "{} rows of {stride} columns do not fit {} paired weights",
+        x.len(),
+        w.len()
+    );
 }
 
 /// Columns `from..` of [`pairs_i32`], portable.
@@ -529,6 +551,11 @@ mod avx2 {
 
     /// Columns in blocks of 64 (eight 8-lane accumulators kept in registers across all row
     /// pairs), then blocks of 8, then the scalar tail.
+    ///
+    /// # Safety
+    /// The CPU must support AVX2, and the layout must be the one `check_pairs_layout`
+    /// asserts (`col0 + acc.len() <= stride`, `x.len().div_ceil(2) · stride · 2 <= w.len()`):
+    /// then every 16-weight load below lies inside `w` and every 8-lane store inside `acc`.
     #[target_feature(enable = "avx2")]
     pub(super) unsafe fn pairs_i32(
         x: &[i32],
@@ -539,6 +566,7 @@ mod avx2 {
     ) {
         let cols = acc.len();
         let npairs = x.len().div_ceil(2);
+        debug_assert!(col0 + cols <= stride && npairs * stride * 2 <= w.len());
         let xs: Vec<__m256i> = (0..npairs)
             .map(|p| {
                 let x0 = x[2 * p] as i16 as u16 as u32;
@@ -550,6 +578,9 @@ mod avx2 {
         while j + 64 <= cols {
             let mut a = [_mm256_setzero_si256(); 8];
             for (p, &xv) in xs.iter().enumerate() {
+                // SAFETY: pair p's columns col0 + j .. col0 + j + 64 are inside row pair p
+                // (j + 64 <= cols and col0 + cols <= stride), which is inside `w`
+                // (p < npairs, npairs · stride · 2 <= w.len()); each load reads 16 of them.
                 let base = w.as_ptr().add((p * stride + col0 + j) * 2) as *const __m256i;
                 for (k, ak) in a.iter_mut().enumerate() {
                     *ak = _mm256_add_epi32(
@@ -559,6 +590,7 @@ mod avx2 {
                 }
             }
             for (k, ak) in a.iter().enumerate() {
+                // SAFETY: lanes j + 8k .. j + 8k + 8 are inside `acc` (j + 64 <= cols).
                 _mm256_storeu_si256(acc.as_mut_ptr().add(j + 8 * k) as *mut __m256i, *ak);
             }
             j += 64;
@@ -566,12 +598,50 @@ mod avx2 {
         while j + 8 <= cols {
             let mut a = _mm256_setzero_si256();
             for (p, &xv) in xs.iter().enumerate() {
+                // SAFETY: as above, for columns col0 + j .. col0 + j + 8 (j + 8 <= cols).
                 let base = w.as_ptr().add((p * stride + col0 + j) * 2) as *const __m256i;
                 a = _mm256_add_epi32(a, _mm256_madd_epi16(_mm256_loadu_si256(base), xv));
             }
+            // SAFETY: lanes j .. j + 8 are inside `acc` (j + 8 <= cols).
             _mm256_storeu_si256(acc.as_mut_ptr().add(j) as *mut __m256i, a);
             j += 8;
         }
         super::pairs_i32_scalar(x, w, stride, col0, acc, j);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    /// Inputs for the `i32` path: x in i16, pair-interleaved weights for `rows` rows of
+    /// `stride` columns, a window `col0..col0 + cols` (wide enough to use the 64- and 8-column
+    /// blocks and the tail).
+    fn layout() -> impl Strategy<Value = (Vec<i32>, Vec<i16>, usize, usize, usize)> {
+        (1usize..=9, 1usize..=150, 0usize..=20).prop_flat_map(|(rows, cols, extra)| {
+            let stride = cols + extra;
+            (
+                proptest::collection::vec(i16::MIN as i32..=i16::MAX as i32, rows),
+                proptest::collection::vec(any::<i16>(), rows.div_ceil(2) * stride * 2),
+                Just(stride),
+                0..=extra,
+                Just(cols),
+            )
+        })
+    }
+
+    proptest! {
+        /// Whatever the CPU, the dispatching `pairs_i32` (AVX2 where available) and the
+        /// portable loop agree bit for bit, wrapping included.
+        #[test]
+        fn simd_and_scalar_paths_agree((x, w, stride, col0, cols) in layout()) {
+            let mut fast = vec![0i32; cols];
+            pairs_i32(&x, &w, stride, col0, &mut fast);
+            let mut portable = vec![0i32; cols];
+            pairs_i32_scalar(&x, &w, stride, col0, &mut portable, 0);
+            prop_assert_eq!(fast, portable);
+        }
     }
 }

@@ -1,4 +1,4 @@
-//! The final-state dump (issue 2 §4): `gmem.bin` (global memory from address 0 up to the
+//! The final-state dump: `gmem.bin` (global memory from address 0 up to the
 //! highest byte any instruction touched), `core_<i>.lmem.bin` (each whole local memory),
 //! `core_<i>.regs.json` and `stats.json`.
 
@@ -27,7 +27,7 @@ pub(crate) fn write(m: &Machine<'_>, dir: &Path) -> std::io::Result<()> {
     m.sh.gmem.write_prefix(m.sh.gmem.touched_end, &mut g)?;
     g.flush()?;
     for (i, core) in m.cores.iter().enumerate() {
-        std::fs::write(dir.join(format!("core_{i}.lmem.bin")), &core.lmem)?;
+        std::fs::write(dir.join(format!("core_{i}.lmem.bin")), m.lmem(i as u32))?;
         let regs = Regs {
             r: &core.regs,
             ibiw: core.ibiw.bits(),

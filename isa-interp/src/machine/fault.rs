@@ -165,6 +165,27 @@ pub enum FaultKind {
     BadCore { core: u32, cores: u32 },
 }
 
+impl FaultKind {
+    /// The kind's name, the variant's (`LmemRange`, `SizeMismatch`, ...): stable, for
+    /// signatures that group faults by kind.
+    pub fn name(&self) -> &'static str {
+        match self {
+            FaultKind::LmemRange { .. } => "LmemRange",
+            FaultKind::GmemRange { .. } => "GmemRange",
+            FaultKind::UnknownGroup { .. } => "UnknownGroup",
+            FaultKind::WeightTooWide { .. } => "WeightTooWide",
+            FaultKind::VavgZeroLength => "VavgZeroLength",
+            FaultKind::NegativeShift { .. } => "NegativeShift",
+            FaultKind::VmvOverlap { .. } => "VmvOverlap",
+            FaultKind::LmvOverlap { .. } => "LmvOverlap",
+            FaultKind::ResizeOverlap { .. } => "ResizeOverlap",
+            FaultKind::SizeMismatch { .. } => "SizeMismatch",
+            FaultKind::MessageToSelf { .. } => "MessageToSelf",
+            FaultKind::BadCore { .. } => "BadCore",
+        }
+    }
+}
+
 /// Every unfinished core and what it waits for, when none of them can move.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DeadlockReport {
@@ -308,4 +329,80 @@ pub enum SetupError {
     },
     #[error("global memory range [{addr}, {addr} + {len}) runs past 4 GiB")]
     GmemRange { addr: u32, len: u64 },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `name()` is the variant's name, as its `Debug` form starts.
+    #[test]
+    fn fault_kind_names_are_the_variant_names() {
+        let inst = Inst::Nop;
+        let kinds = [
+            FaultKind::LmemRange {
+                operand: Operand::Rd,
+                start: 0,
+                len: 1,
+                size: 0,
+            },
+            FaultKind::GmemRange {
+                operand: Operand::Rs1,
+                start: -1,
+                len: 1,
+            },
+            FaultKind::UnknownGroup {
+                group: 3,
+                reason: String::new(),
+            },
+            FaultKind::WeightTooWide {
+                group: 0,
+                row: 0,
+                col: 0,
+                value: 300,
+                mbiw: 8,
+            },
+            FaultKind::VavgZeroLength,
+            FaultKind::NegativeShift {
+                index: 0,
+                amount: -1,
+            },
+            FaultKind::VmvOverlap {
+                index: 0,
+                src: 0,
+                width: 1,
+                dst: 0,
+                dst_len: 1,
+            },
+            FaultKind::LmvOverlap {
+                src: 0,
+                dst: 0,
+                size: 1,
+            },
+            FaultKind::ResizeOverlap {
+                src: 0,
+                src_len: 1,
+                dst: 0,
+                dst_len: 1,
+                ibyw: 1,
+                obyw: 4,
+            },
+            FaultKind::SizeMismatch {
+                sender: 0,
+                sender_pc: 0,
+                sender_inst: inst,
+                send_size: 4,
+                receiver: 1,
+                receiver_pc: 0,
+                recv_size: 8,
+            },
+            FaultKind::MessageToSelf { core: 0 },
+            FaultKind::BadCore { core: 9, cores: 2 },
+        ];
+        for kind in kinds {
+            let debug = format!("{kind:?}");
+            let variant = debug.split([' ', '{', '(']).next().unwrap();
+            assert_eq!(kind.name(), variant);
+        }
+    }
 }

@@ -11,6 +11,8 @@ use crate::inst::Inst;
 
 /// A posted, not yet received message.
 pub(crate) struct Message {
+    /// Where the bytes start in the sender's local memory.
+    pub src: u32,
     pub data: Vec<u8>,
     pub sender_pc: u32,
     pub sender_inst: Inst,

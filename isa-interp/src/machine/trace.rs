@@ -1,11 +1,12 @@
 //! Trace mode: for every executed instruction, the registers and memory bytes it changed.
 //!
-//! Instructions announce each memory range before writing it ([`Recorder::lmem`],
-//! [`Recorder::gmem`]); the machine compares the saved bytes with the final ones after the
-//! instruction and keeps only the bytes that actually changed, as runs.
+//! [`TraceRecorder`] is an [`Observer`]: it saves the old contents of every range an
+//! instruction is about to write (memory events arrive before the write), and when the
+//! instruction retires it keeps only the bytes that actually changed, as runs.
 
 use serde::Serialize;
 
+use super::observe::{Bytes, Event, Observer, Site, Space, View};
 use crate::inst::Inst;
 
 /// Everything a traced run changed, in execution order.
@@ -53,49 +54,120 @@ pub struct MemChange {
     pub new: Vec<u8>,
 }
 
-/// Saved "before" images of one instruction's writes (only collected in trace mode).
+/// Records a [`Trace`] from a run's events.
 #[derive(Default)]
-pub(crate) struct Recorder {
-    pub on: bool,
-    pub lmem: Vec<(u32, Vec<u8>)>,
-    pub gmem: Vec<(u32, Vec<u8>)>,
-    pub events: Vec<(u32, u8, i32)>,
+pub struct TraceRecorder {
+    trace: Trace,
+    /// The instruction being recorded and what it has changed so far.
+    at: Option<(u32, u32)>,
+    regs: Vec<RegChange>,
+    widths: Option<(u32, u32)>,
+    events: Vec<EventChange>,
+    /// Old contents of the ranges about to be written.
+    saved: Vec<(Bytes, Vec<u8>)>,
 }
 
-impl Recorder {
-    /// Saves `mem[range]` before the instruction overwrites it.
-    #[inline]
-    pub fn lmem(&mut self, mem: &[u8], range: std::ops::Range<usize>) {
-        if self.on && !range.is_empty() {
-            self.lmem.push((range.start as u32, mem[range].to_vec()));
-        }
+impl TraceRecorder {
+    pub fn trace(&self) -> &Trace {
+        &self.trace
     }
 
-    #[inline]
-    pub fn gmem(&mut self, addr: u32, old: impl FnOnce() -> Vec<u8>) {
-        if self.on {
-            self.gmem.push((addr, old()));
-        }
+    pub fn into_trace(self) -> Trace {
+        self.trace
     }
 
-    #[inline]
-    pub fn event(&mut self, core: u32, event: u8, old: i32) {
-        if self.on {
-            self.events.push((core, event, old));
+    /// Saves the old contents of `dst`, extending the previous saved range when `dst`
+    /// directly follows it (a gather writes its destination element by element).
+    fn save(&mut self, dst: Bytes, view: &View<'_>) {
+        let Some(old) = view.read(dst) else { return };
+        if let Some((last, bytes)) = self.saved.last_mut() {
+            if last.space == dst.space && last.end() == dst.start as u64 {
+                last.len += dst.len;
+                bytes.extend_from_slice(&old);
+                return;
+            }
+        }
+        self.saved.push((dst, old));
+    }
+
+    fn retire(&mut self, at: &Site, view: &View<'_>) {
+        let mut lmem = Vec::new();
+        let mut gmem = Vec::new();
+        for (dst, old) in self.saved.drain(..) {
+            let new = view.read(dst).unwrap_or_default();
+            let out = match dst.space {
+                Space::Gmem => &mut gmem,
+                Space::Lmem(_) => &mut lmem,
+            };
+            diff(dst.start, &old, &new, out);
+        }
+        self.regs.sort_by_key(|c| c.reg);
+        self.trace.entries.push(TraceEntry {
+            core: at.core,
+            pc: at.pc,
+            inst: at.inst,
+            regs: std::mem::take(&mut self.regs),
+            widths: self.widths.take(),
+            events: std::mem::take(&mut self.events),
+            lmem,
+            gmem,
+        });
+        self.at = None;
+    }
+}
+
+impl Observer for TraceRecorder {
+    fn event(&mut self, at: &Site, event: &Event<'_>, view: &View<'_>) {
+        if self.at != Some((at.core, at.pc)) {
+            // Whatever was pending belongs to an attempt that did not retire (a posted send).
+            self.at = Some((at.core, at.pc));
+            self.regs.clear();
+            self.widths = None;
+            self.events.clear();
+            self.saved.clear();
+        }
+        match *event {
+            Event::RegWrite { reg, old, new } if old != new => self.regs.push(RegChange {
+                reg: reg.index() as u8,
+                old,
+                new,
+            }),
+            Event::SetWidths { old, new } if old != new => {
+                self.widths = Some((new.0.bits(), new.1.bits()))
+            }
+            Event::Sync { target, event, old } => self.events.push(EventChange {
+                core: target,
+                event,
+                old,
+                new: old.wrapping_add(1),
+            }),
+            Event::Wait { event, value } if value != 0 => self.events.push(EventChange {
+                core: at.core,
+                event,
+                old: value,
+                new: 0,
+            }),
+            Event::Retire => self.retire(at, view),
+            _ => {
+                if let Some(dst) = event.writes() {
+                    self.save(dst, view);
+                }
+            }
         }
     }
 }
 
 /// The runs of bytes where `old` and `new` differ, as changes starting at `addr`.
-pub(crate) fn diff(addr: u32, old: &[u8], new: &[u8], out: &mut Vec<MemChange>) {
+fn diff(addr: u32, old: &[u8], new: &[u8], out: &mut Vec<MemChange>) {
+    let n = old.len().min(new.len());
     let mut i = 0;
-    while i < old.len() {
+    while i < n {
         if old[i] == new[i] {
             i += 1;
             continue;
         }
         let start = i;
-        while i < old.len() && old[i] != new[i] {
+        while i < n && old[i] != new[i] {
             i += 1;
         }
         out.push(MemChange {
@@ -103,69 +175,5 @@ pub(crate) fn diff(addr: u32, old: &[u8], new: &[u8], out: &mut Vec<MemChange>) 
             old: old[start..i].to_vec(),
             new: new[start..i].to_vec(),
         });
-    }
-}
-
-impl Recorder {
-    pub fn clear(&mut self) {
-        self.lmem.clear();
-        self.gmem.clear();
-        self.events.clear();
-    }
-}
-
-/// Builds the trace entry of the instruction core `id` just completed, from the saved
-/// registers and widths (`before`) and the recorder's saved memory images; clears the recorder.
-pub(crate) fn entry(
-    id: u32,
-    inst: &Inst,
-    before: ([i32; 32], crate::inst::Width, crate::inst::Width),
-    core: &super::core::Core,
-    sh: &mut super::core::Shared,
-) -> TraceEntry {
-    let (regs, ibiw, obiw) = before;
-    let regs = (0..32)
-        .filter(|&r| regs[r] != core.regs[r])
-        .map(|r| RegChange {
-            reg: r as u8,
-            old: regs[r],
-            new: core.regs[r],
-        })
-        .collect();
-    let widths =
-        (ibiw != core.ibiw || obiw != core.obiw).then(|| (core.ibiw.bits(), core.obiw.bits()));
-    let events = sh
-        .rec
-        .events
-        .iter()
-        .map(|&(c, e, old)| EventChange {
-            core: c,
-            event: e,
-            old,
-            new: sh.events[c as usize][e as usize],
-        })
-        .filter(|c| c.old != c.new)
-        .collect();
-    let mut lmem = Vec::new();
-    for (addr, old) in &sh.rec.lmem {
-        let a = *addr as usize;
-        diff(*addr, old, &core.lmem[a..a + old.len()], &mut lmem);
-    }
-    let mut gmem = Vec::new();
-    for (addr, old) in &sh.rec.gmem {
-        let mut new = vec![0; old.len()];
-        sh.gmem.read(*addr, &mut new);
-        diff(*addr, old, &new, &mut gmem);
-    }
-    sh.rec.clear();
-    TraceEntry {
-        core: id,
-        pc: core.pc,
-        inst: *inst,
-        regs,
-        widths,
-        events,
-        lmem,
-        gmem,
     }
 }

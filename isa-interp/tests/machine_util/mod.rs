@@ -5,6 +5,7 @@
 use pimdiff_isa::inst::{BinVecOp, MemOp, Offset, ScalarImmOp, ScalarOp, UnVecOp};
 use pimdiff_isa::machine::{Machine, MachineOptions, RunOutcome};
 use pimdiff_isa::{Arch, CrossbarExport, GroupSpec, Inst, Program, Reg, Width};
+use proptest::prelude::*;
 
 pub fn r(i: u32) -> Reg {
     Reg::new(i).unwrap()
@@ -250,4 +251,114 @@ pub fn check_fault_with(
         }
         other => panic!("expected a fault, got {other}"),
     }
+}
+
+/// Programs that mostly run: `1..=max_cores` cores of up to `max_len` instructions on
+/// [`small_arch`] (64 bytes of local memory) with an `array_group_map` of two 1-array groups,
+/// local addresses and sizes kept inside the memory, global addresses in `0..64` (shared by
+/// every core), and sends, receives, syncs and waits between the cores. Faults and deadlocks
+/// still happen, but most instructions execute.
+pub fn runnable_program(max_cores: u32, max_len: usize) -> impl Strategy<Value = Program> {
+    (1..=max_cores).prop_flat_map(move |cores| {
+        let stream = move |core: u32| {
+            (
+                proptest::collection::vec(0i32..=48, 4),
+                0i32..=2,
+                proptest::collection::vec(runnable_inst(core, cores), 0..=max_len),
+            )
+                .prop_map(|(bases, stride, body)| {
+                    let mut insts: Vec<Inst> =
+                        (1..=4).map(|i| sldi(i, bases[i as usize - 1])).collect();
+                    insts.push(sldi(5, stride));
+                    insts.extend(body);
+                    insts
+                })
+        };
+        let streams: Vec<_> = (0..cores).map(stream).collect();
+        streams.prop_map(move |streams| Program {
+            cores: streams,
+            groups: GroupSpec::ArrayGroupMap(vec![vec![1, 1]; cores as usize]),
+            ..Default::default()
+        })
+    })
+}
+
+/// An instruction of core `core` for [`runnable_program`]; messages are 2 bytes, so sizes
+/// always match.
+fn runnable_inst(core: u32, cores: u32) -> impl Strategy<Value = Inst> {
+    use proptest::sample::select;
+    let a = || (1u32..=4).prop_map(r);
+    let bin = select(vec![
+        BinVecOp::Vvadd,
+        BinVecOp::Vvsub,
+        BinVecOp::Vvmul,
+        BinVecOp::Vvdmul,
+        BinVecOp::Vvmax,
+        BinVecOp::Vvsra,
+        BinVecOp::Vrsu,
+        BinVecOp::Vrsl,
+    ]);
+    let un = select(vec![UnVecOp::Vrelu, UnVecOp::Vtanh, UnVecOp::Vsigm]);
+    let mem_op = select(vec![MemOp::Ld, MemOp::St, MemOp::Lmv]);
+    // Another core; a core alone draws `nop`s instead of messages.
+    let peer = (1..cores.max(2)).prop_map(move |d| (core + d) % cores);
+    let alone = cores == 1;
+    prop_oneof![
+        1 => (1u32..=4, 0i32..=48).prop_map(|(rd, imm)| sldi(rd, imm)),
+        1 => (a(), a(), 0i32..8).prop_map(|(rd, rs1, offset)| Inst::Sld { rd, rs1, offset }),
+        1 => (select(vec![8u32, 16, 4, 12]), select(vec![8u32, 16, 4])).prop_map(|(i, o)| setbw(i, o)),
+        1 => (a(), a(), 0u32..2, any::<bool>()).prop_map(|(rd, rs1, group, relu)| Inst::Mvmul {
+            rd,
+            rs1,
+            mbiw: w(8),
+            relu,
+            group,
+        }),
+        1 => (bin, a(), a(), a(), 0u32..=6).prop_map(|(op, rd, rs1, rs2, len)| Inst::BinVec {
+            op,
+            rd,
+            rs1,
+            rs2,
+            len,
+            offset: Offset::ZERO,
+        }),
+        1 => (un, a(), a(), 0u32..=6).prop_map(|(op, rd, rs1, len)| Inst::UnVec {
+            op,
+            rd,
+            rs1,
+            len,
+            offset: Offset::ZERO,
+        }),
+        1 => (a(), a(), 1u32..=4).prop_map(|(rd, rs1, len)| Inst::Vavg {
+            rd,
+            rs1,
+            rs2: r(5),
+            len,
+            offset: 0,
+        }),
+        1 => (a(), a(), 0u32..=4).prop_map(|(rd, rs1, len)| Inst::Vmv {
+            rd,
+            rs1,
+            rs2: r(5),
+            len,
+        }),
+        1 => (mem_op, 1u32..=4, 1u32..=4, 0u32..=8).prop_map(|(op, rd, rs1, size)| mem(
+            op,
+            rd,
+            rs1,
+            size,
+            Offset::ZERO
+        )),
+        1 => (1u32..=4, any::<u8>(), 0u32..=8, 0i32..4).prop_map(|(rd, imm, size, o)| lldi(rd, imm, size, o)),
+        2 => (1u32..=4, peer.clone()).prop_map(move |(rs1, core)| match alone {
+            true => Inst::Nop,
+            false => send(rs1, core, 2, 0),
+        }),
+        2 => (1u32..=4, peer.clone()).prop_map(move |(rd, core)| match alone {
+            true => Inst::Nop,
+            false => recv(rd, core, 2, 0),
+        }),
+        1 => (0u32..2, 0..cores).prop_map(|(event, core)| sync(event, core)),
+        1 => (0u32..2, 0i32..=2).prop_map(|(event, value)| wait(event, value)),
+    ]
 }

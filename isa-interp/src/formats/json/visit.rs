@@ -1,0 +1,489 @@
+//! The streaming serde visitors: a program object, a core's instruction array, and one
+//! instruction object straight into a compact [`Inst`] (through [`decode`](super::super::decode)),
+//! so that no JSON tree of the instructions is ever built.
+
+use std::cell::Cell;
+use std::collections::BTreeMap;
+use std::fmt;
+use std::io::{self, Read};
+
+use pimdiff_input::{Bounded, InputError, Limit};
+use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Visitor};
+
+use crate::inst::{Inst, Opcode};
+use crate::program::Program;
+
+use super::super::config::{assemble, parse_config, parse_core_key};
+use super::super::decode::{decode, RawInst, RawOp, Val};
+use super::super::error::{CoreKeyProblem, InstError, LoadError, LoadErrorKind};
+use super::super::operand::Field;
+use super::super::problem::FieldProblem;
+
+/// A whole program from a stream of at most `limit` bytes, on one thread.
+pub(super) fn read_program<R: Read>(r: R, limit: Limit) -> Result<Program, LoadError> {
+    let stash = Cell::new(None);
+    let r = Bounded::new(r, limit);
+    let mut de = serde_json::Deserializer::from_reader(io::BufReader::with_capacity(1 << 16, r));
+    let result = ProgramSeed { stash: &stash }
+        .deserialize(&mut de)
+        .and_then(|p| de.end().map(|()| p));
+    finish(result, &stash)
+}
+
+/// A whole program from text in memory, on one thread.
+pub(super) fn read_program_slice(bytes: &[u8]) -> Result<Program, LoadError> {
+    let stash = Cell::new(None);
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    let result = ProgramSeed { stash: &stash }
+        .deserialize(&mut de)
+        .and_then(|p| de.end().map(|()| p));
+    finish(result, &stash)
+}
+
+/// Read one core's instruction array (a directory's `core_<id>.json`).
+pub(crate) fn read_core_slice(bytes: &[u8], core: u32) -> Result<Vec<Inst>, LoadError> {
+    let stash = Cell::new(None);
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    let result = CoreSeed {
+        core,
+        stash: &stash,
+    }
+    .deserialize(&mut de)
+    .and_then(|p| de.end().map(|()| p));
+    finish(result, &stash)
+}
+
+/// Turn serde_json's result into ours, preferring the typed error a visitor stashed.
+fn finish<T>(
+    result: Result<T, serde_json::Error>,
+    stash: &Cell<Option<LoadErrorKind>>,
+) -> Result<T, LoadError> {
+    result.map_err(|e| {
+        if let Some(kind) = stash.take() {
+            return LoadError::new(kind);
+        }
+        if e.is_io() {
+            return LoadError::from(InputError::from_io(io::Error::from(e)));
+        }
+        LoadError::new(json_error(&e))
+    })
+}
+
+/// A serde_json error as a `Json` kind, without the position suffix serde_json appends
+/// (our kind carries line and column itself).
+pub(crate) fn json_error(e: &serde_json::Error) -> LoadErrorKind {
+    let text = e.to_string();
+    let message = match text.rfind(" at line ") {
+        Some(i) if e.line() != 0 => text[..i].to_string(),
+        _ => text,
+    };
+    LoadErrorKind::Json {
+        line: e.line(),
+        column: e.column(),
+        message,
+    }
+}
+
+/// Stash a typed error and return a serde error that aborts the parse.
+fn fail<E: de::Error>(stash: &Cell<Option<LoadErrorKind>>, kind: LoadErrorKind) -> E {
+    let msg = kind.to_string();
+    stash.set(Some(kind));
+    E::custom(msg)
+}
+
+struct ProgramSeed<'s> {
+    stash: &'s Cell<Option<LoadErrorKind>>,
+}
+
+impl<'de> DeserializeSeed<'de> for ProgramSeed<'_> {
+    type Value = Program;
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Program, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for ProgramSeed<'_> {
+    type Value = Program;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a program object {\"config\": ..., \"core0\": [...], ...}")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Program, A::Error> {
+        let mut config: Option<serde_json::Value> = None;
+        let mut cores: BTreeMap<u32, Vec<Inst>> = BTreeMap::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if key == "config" {
+                if config.is_some() {
+                    let problem = CoreKeyProblem::NotACoreKey;
+                    return Err(fail(self.stash, LoadErrorKind::CoreKey { key, problem }));
+                }
+                config = Some(map.next_value()?);
+            } else if let Some(core) = parse_core_key(&key, "core") {
+                if cores.contains_key(&core) {
+                    let problem = CoreKeyProblem::Duplicate(core);
+                    return Err(fail(self.stash, LoadErrorKind::CoreKey { key, problem }));
+                }
+                let insts = map.next_value_seed(CoreSeed {
+                    core,
+                    stash: self.stash,
+                })?;
+                cores.insert(core, insts);
+            } else {
+                let problem = CoreKeyProblem::NotACoreKey;
+                return Err(fail(self.stash, LoadErrorKind::CoreKey { key, problem }));
+            }
+        }
+        let Some(config) = config else {
+            let kind = LoadErrorKind::Config {
+                field: "config".into(),
+                problem: FieldProblem::Missing,
+            };
+            return Err(fail(self.stash, kind));
+        };
+        let config = parse_config(&config).map_err(|kind| fail(self.stash, kind))?;
+        assemble(config, cores).map_err(|kind| fail(self.stash, kind))
+    }
+}
+
+struct CoreSeed<'s> {
+    core: u32,
+    stash: &'s Cell<Option<LoadErrorKind>>,
+}
+
+impl<'de> DeserializeSeed<'de> for CoreSeed<'_> {
+    type Value = Vec<Inst>;
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Vec<Inst>, D::Error> {
+        d.deserialize_seq(self)
+    }
+}
+
+impl<'de> Visitor<'de> for CoreSeed<'_> {
+    type Value = Vec<Inst>;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        write!(f, "an array of instructions for core {}", self.core)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<Inst>, A::Error> {
+        let mut insts = Vec::with_capacity(seq.size_hint().unwrap_or(0));
+        let mut raw = RawInst::default();
+        loop {
+            let seed = InstSeed {
+                core: self.core,
+                index: insts.len(),
+                raw: &mut raw,
+                stash: self.stash,
+            };
+            match seq.next_element_seed(seed)? {
+                Some(inst) => insts.push(inst),
+                None => break,
+            }
+        }
+        insts.shrink_to_fit();
+        Ok(insts)
+    }
+}
+
+struct InstSeed<'a> {
+    core: u32,
+    index: usize,
+    /// Reused across instructions to avoid re-initialising a fresh one each time.
+    raw: &'a mut RawInst,
+    stash: &'a Cell<Option<LoadErrorKind>>,
+}
+
+impl InstSeed<'_> {
+    fn error<E: de::Error>(
+        &self,
+        op: Option<Opcode>,
+        field: Option<&'static str>,
+        problem: FieldProblem,
+    ) -> E {
+        let e = InstError {
+            core: self.core,
+            index: self.index,
+            op,
+            field,
+            problem,
+        };
+        fail(self.stash, LoadErrorKind::Inst(e))
+    }
+
+    fn not_an_object<E: de::Error>(self, found: &'static str) -> Result<Inst, E> {
+        Err(self.error(None, None, FieldProblem::NotAnObject(found)))
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for InstSeed<'_> {
+    type Value = Inst;
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Inst, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for InstSeed<'_> {
+    type Value = Inst;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("an instruction object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Inst, A::Error> {
+        self.raw.clear();
+        while let Some(key) = map.next_key_seed(KeySeed)? {
+            match key {
+                Key::Field(field) => {
+                    let v = map.next_value_seed(ValSeed)?;
+                    self.raw.set(field, v);
+                }
+                Key::Op => {
+                    let op = map.next_value_seed(OpSeed)?;
+                    self.raw.op = Some(op);
+                }
+                Key::Offset => match map.next_value_seed(OffsetSeed)? {
+                    Ok((select, value)) => {
+                        if let Some(s) = select {
+                            self.raw.set(Field::NestedSelect, s);
+                        }
+                        if let Some(v) = value {
+                            self.raw.set(Field::NestedValue, v);
+                        }
+                    }
+                    Err(found) => self.raw.offset_wrong_type = Some(found),
+                },
+                Key::Other => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        match decode(self.raw) {
+            Ok(inst) => Ok(inst),
+            Err((op, field, problem)) => Err(self.error(op, field, problem)),
+        }
+    }
+
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Inst, E> {
+        self.not_an_object("a boolean")
+    }
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Inst, E> {
+        self.not_an_object("an integer")
+    }
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Inst, E> {
+        self.not_an_object("an integer")
+    }
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Inst, E> {
+        self.not_an_object("a float")
+    }
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<Inst, E> {
+        self.not_an_object("a string")
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<Inst, E> {
+        self.not_an_object("null")
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, _: A) -> Result<Inst, A::Error> {
+        self.not_an_object("an array")
+    }
+}
+
+enum Key {
+    Op,
+    Offset,
+    Field(Field),
+    Other,
+}
+
+struct KeySeed;
+
+/// Keys are read as bytes: serde_json then skips UTF-8 validation, a measurable share of the
+/// parse (an instruction has six or seven keys). A key that is not ASCII is simply unknown.
+impl<'de> DeserializeSeed<'de> for KeySeed {
+    type Value = Key;
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Key, D::Error> {
+        d.deserialize_bytes(self)
+    }
+}
+
+impl<'de> Visitor<'de> for KeySeed {
+    type Value = Key;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a field name")
+    }
+    fn visit_bytes<E: de::Error>(self, key: &[u8]) -> Result<Key, E> {
+        Ok(match key {
+            b"op" => Key::Op,
+            b"offset" => Key::Offset,
+            _ => Field::from_key(key).map_or(Key::Other, Key::Field),
+        })
+    }
+    fn visit_str<E: de::Error>(self, key: &str) -> Result<Key, E> {
+        self.visit_bytes(key.as_bytes())
+    }
+}
+
+/// Any JSON value, as a [`Val`]; arrays and objects are skipped and reported by type.
+struct ValSeed;
+
+impl<'de> DeserializeSeed<'de> for ValSeed {
+    type Value = Val;
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Val, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for ValSeed {
+    type Value = Val;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_bool<E: de::Error>(self, b: bool) -> Result<Val, E> {
+        Ok(Val::Bool(b))
+    }
+    fn visit_i64<E: de::Error>(self, v: i64) -> Result<Val, E> {
+        Ok(Val::Int(v))
+    }
+    fn visit_u64<E: de::Error>(self, v: u64) -> Result<Val, E> {
+        Ok(i64::try_from(v).map_or(Val::Huge(v), Val::Int))
+    }
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Val, E> {
+        Ok(Val::Float(v))
+    }
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<Val, E> {
+        Ok(Val::Other("a string"))
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<Val, E> {
+        Ok(Val::Other("null"))
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Val, A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(Val::Other("an array"))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Val, A::Error> {
+        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
+        Ok(Val::Other("an object"))
+    }
+}
+
+/// The `op` string.
+struct OpSeed;
+
+impl<'de> DeserializeSeed<'de> for OpSeed {
+    type Value = RawOp;
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<RawOp, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for OpSeed {
+    type Value = RawOp;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("an op name")
+    }
+    fn visit_str<E: de::Error>(self, s: &str) -> Result<RawOp, E> {
+        Ok(Opcode::from_mnemonic(s).map_or_else(|| RawOp::Unknown(s.to_string()), RawOp::Known))
+    }
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<RawOp, E> {
+        Ok(RawOp::WrongType("a boolean"))
+    }
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<RawOp, E> {
+        Ok(RawOp::WrongType("an integer"))
+    }
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<RawOp, E> {
+        Ok(RawOp::WrongType("an integer"))
+    }
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<RawOp, E> {
+        Ok(RawOp::WrongType("a float"))
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<RawOp, E> {
+        Ok(RawOp::WrongType("null"))
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<RawOp, A::Error> {
+        ValSeed.visit_seq(seq).map(|_| RawOp::WrongType("an array"))
+    }
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<RawOp, A::Error> {
+        ValSeed
+            .visit_map(map)
+            .map(|_| RawOp::WrongType("an object"))
+    }
+}
+
+/// The `offset` object: `Ok((offset_select, offset_value))`, or `Err(type)` when it is not an
+/// object.
+struct OffsetSeed;
+
+type OffsetParts = Result<(Option<Val>, Option<Val>), &'static str>;
+
+impl<'de> DeserializeSeed<'de> for OffsetSeed {
+    type Value = OffsetParts;
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<OffsetParts, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for OffsetSeed {
+    type Value = OffsetParts;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("an offset object")
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<OffsetParts, A::Error> {
+        let (mut select, mut value) = (None, None);
+        while let Some(key) = map.next_key_seed(OffsetKeySeed)? {
+            match key {
+                Some(true) => select = Some(map.next_value_seed(ValSeed)?),
+                Some(false) => value = Some(map.next_value_seed(ValSeed)?),
+                None => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(Ok((select, value)))
+    }
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<OffsetParts, E> {
+        Ok(Err("a boolean"))
+    }
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<OffsetParts, E> {
+        Ok(Err("an integer"))
+    }
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<OffsetParts, E> {
+        Ok(Err("an integer"))
+    }
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<OffsetParts, E> {
+        Ok(Err("a float"))
+    }
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<OffsetParts, E> {
+        Ok(Err("a string"))
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<OffsetParts, E> {
+        Ok(Err("null"))
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<OffsetParts, A::Error> {
+        ValSeed.visit_seq(seq).map(|_| Err("an array"))
+    }
+}
+
+/// `Some(true)` for `offset_select`, `Some(false)` for `offset_value`, `None` otherwise.
+struct OffsetKeySeed;
+
+impl<'de> DeserializeSeed<'de> for OffsetKeySeed {
+    type Value = Option<bool>;
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Option<bool>, D::Error> {
+        d.deserialize_bytes(self)
+    }
+}
+
+impl<'de> Visitor<'de> for OffsetKeySeed {
+    type Value = Option<bool>;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("an offset field name")
+    }
+    fn visit_bytes<E: de::Error>(self, key: &[u8]) -> Result<Option<bool>, E> {
+        Ok(match key {
+            b"offset_select" => Some(true),
+            b"offset_value" => Some(false),
+            _ => None,
+        })
+    }
+    fn visit_str<E: de::Error>(self, key: &str) -> Result<Option<bool>, E> {
+        self.visit_bytes(key.as_bytes())
+    }
+}

@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# Builds PIMCOMP-NN (snapshot 2ed10c8, Apache-2.0) with the project's patch set, Release with
+# debug symbols, and the LD_PRELOAD shim (pinned time(), crash backtraces); cached under
+# target/pimcomp-nn/<key>/, where <key> hashes the source tarball, every patch, the shim and
+# this script, so an edited patch rebuilds.
+#
+#   scripts/build-pimcomp.sh            # prints the binary's path on the last line of stdout
+#   PIMDIFF_SHARED=/path/to/shared scripts/build-pimcomp.sh
+#
+# Source: $PIMCOMP_NN_SRC, else $PIMDIFF_SHARED/external/pimcomp-nn-2ed10c8-src.tar.gz
+# (PIMDIFF_SHARED defaults to ../shared beside the repository). Patches:
+# scripts/pimcomp-patches/*.patch in name order (each starts with a comment saying why);
+# PIMCOMP_EXTRA_PATCHES (space-separated paths) adds candidate fixes outside the default build,
+# with their own cache key. Missing cmake/g++/make: installed with apt-get when run as root,
+# otherwise the exact command is printed and the script exits 2.
+#
+# Use the result with `pimdiff hunt --target pimcomp-nn --pimcomp-bin PATH` or
+# `PIMCOMP_NN_BIN=PATH`; the shim `libpimdiff-shim.so` sits beside the binary and is found there.
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+shared="${PIMDIFF_SHARED:-$root/../shared}"
+src="${PIMCOMP_NN_SRC:-$shared/external/pimcomp-nn-2ed10c8-src.tar.gz}"
+if [ ! -f "$src" ]; then
+    echo "build-pimcomp: source tarball not found: $src (set PIMDIFF_SHARED or PIMCOMP_NN_SRC)" >&2
+    exit 2
+fi
+
+missing=()
+for tool in cmake g++ make patch cc; do
+    command -v "$tool" >/dev/null 2>&1 || missing+=("$tool")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+    cmd="apt-get install -y cmake g++ make patch"
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        echo "build-pimcomp: installing missing tools (${missing[*]}): $cmd" >&2
+        DEBIAN_FRONTEND=noninteractive apt-get install -y cmake g++ make patch >&2
+    else
+        echo "build-pimcomp: missing ${missing[*]}; install them with: sudo $cmd" >&2
+        exit 2
+    fi
+fi
+
+patches=()
+for p in "$root"/scripts/pimcomp-patches/*.patch; do
+    [ -e "$p" ] && patches+=("$p")
+done
+for p in ${PIMCOMP_EXTRA_PATCHES:-}; do
+    [ -f "$p" ] || { echo "build-pimcomp: extra patch not found: $p" >&2; exit 2; }
+    patches+=("$(cd "$(dirname "$p")" && pwd)/$(basename "$p")")
+done
+shim="$root/scripts/pimcomp-shim.c"
+
+key="$( { sha256sum "$src" | cut -d' ' -f1
+          for p in "${patches[@]}"; do basename "$p"; sha256sum < "$p"; done
+          sha256sum < "$shim"; sha256sum < "${BASH_SOURCE[0]}"; } | sha256sum | cut -c1-16)"
+dest="${CARGO_TARGET_DIR:-$root/target}/pimcomp-nn/$key"
+bin="$dest/PIMCOMP-NN"
+if [ -x "$bin" ] && [ -f "$dest/libpimdiff-shim.so" ]; then
+    echo "build-pimcomp: cached ($dest)" >&2
+    echo "$bin"
+    exit 0
+fi
+
+work="$(mktemp -d "${TMPDIR:-/tmp}/pimcomp-build.XXXXXX")"
+trap 'rm -rf "$work"' EXIT
+tar xzf "$src" -C "$work"
+srcdir="$(find "$work" -mindepth 1 -maxdepth 1 -type d | head -1)"
+for p in "${patches[@]}"; do
+    echo "build-pimcomp: applying $(basename "$p")" >&2
+    patch -p1 -d "$srcdir" --no-backup-if-mismatch < "$p" >&2
+done
+mkdir -p "$srcdir/build"
+# Release as upstream documents it (-O3), plus -g for symbolized crash backtraces.
+cmake -S "$srcdir" -B "$srcdir/build" -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS="-g" \
+    -DCMAKE_C_FLAGS="-g" >&2
+cmake --build "$srcdir/build" -j "${PIMCOMP_BUILD_JOBS:-2}" >&2
+mkdir -p "$dest.tmp"
+cp "$srcdir/build/PIMCOMP-NN" "$dest.tmp/PIMCOMP-NN"
+cp "$srcdir/config.json" "$dest.tmp/config.json"
+cc -shared -fPIC -O2 -o "$dest.tmp/libpimdiff-shim.so" "$shim" -ldl
+printf '%s\n' "${patches[@]##*/}" > "$dest.tmp/patches.txt"
+rm -rf "$dest"
+mv "$dest.tmp" "$dest"
+echo "build-pimcomp: built $bin" >&2
+echo "$bin"

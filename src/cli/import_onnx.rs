@@ -1,0 +1,72 @@
+//! `pimdiff import-onnx MODEL.onnx --out CASE_DIR [--seed S] [arch flags]`: turn a
+//! one-operator ONNX model (Conv, ConvInteger, MatMul, MatMulInteger or Gemm, optionally
+//! followed by a constant Add and Relu) into a case directory, with `expected.npy` from the
+//! oracle and the exports (`model.onnx`, `op.mlir`, `check.py`).
+//!
+//! The model has no input values, so `input.npy` is random int8 from `--seed`. What is
+//! imported and what is refused: [`crate::interop::import_onnx`]. Exit 0, or 2 when the model
+//! cannot be read or uses something a case cannot express (the message names it).
+
+use std::io::Read;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{bail, Context};
+use pimdiff_oracle::reference;
+
+use super::new_case::ArchArgs;
+use super::{exit, EXIT_OK};
+use crate::interop::import_onnx::{import_model, MAX_MODEL_BYTES};
+use crate::interop::{summary, write_case_with_exports};
+
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// The ONNX model (one operator node; weights as initializers).
+    pub model: PathBuf,
+    /// The case directory to create (must not exist, or be empty).
+    #[arg(long, value_name = "CASE_DIR")]
+    pub out: PathBuf,
+    /// Seed of the random int8 input (ChaCha8).
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    #[command(flatten)]
+    pub arch: ArchArgs,
+}
+
+pub fn main(args: Args) -> anyhow::Result<ExitCode> {
+    let path = &args.model;
+    let bytes = read_bounded(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let mut case = import_model(&bytes, args.arch.to_arch(), args.seed)
+        .with_context(|| format!("cannot import {}", path.display()))?;
+    case.expected = Some(reference(&case).context("computing expected.npy")?);
+    write_case_with_exports(&case, &args.out)
+        .with_context(|| format!("cannot write {}", args.out.display()))?;
+    println!(
+        "wrote {}: {}; input seed {}",
+        args.out.display(),
+        summary(&case),
+        args.seed
+    );
+    Ok(exit(EXIT_OK))
+}
+
+/// Reads the model file, refusing one larger than [`MAX_MODEL_BYTES`] before reading it.
+fn read_bounded(path: &std::path::Path) -> anyhow::Result<Vec<u8>> {
+    let file = std::fs::File::open(path)?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        bail!("not a regular file");
+    }
+    if meta.len() > MAX_MODEL_BYTES {
+        bail!(
+            "{} bytes, more than the limit of {MAX_MODEL_BYTES} for a model",
+            meta.len()
+        );
+    }
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    file.take(MAX_MODEL_BYTES + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > MAX_MODEL_BYTES {
+        bail!("more than the limit of {MAX_MODEL_BYTES} bytes for a model");
+    }
+    Ok(bytes)
+}

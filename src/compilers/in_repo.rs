@@ -1,0 +1,75 @@
+//! The in-repo channel-wise compiler (`pimdiff-compiler`) as a compiler under test: entirely in
+//! memory, so a hunt checks thousands of cases per second.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use pimdiff_compiler::{CompileError, CompileOptions};
+use pimdiff_isa::bundle::Bundle;
+use pimdiff_oracle::Case;
+
+use super::{Claim, CompileFailure};
+
+/// Compiles with the in-repo compiler; its errors become failures and a panic a compile error
+/// (the harness never unwinds because of the compiler under test).
+pub fn compile(case: &Case, options: &CompileOptions) -> Result<Bundle, CompileFailure> {
+    match catch_unwind(AssertUnwindSafe(|| {
+        pimdiff_compiler::compile(case, options)
+    })) {
+        Ok(Ok(bundle)) => Ok(bundle),
+        Ok(Err(e)) => Err(failure(e)),
+        Err(panic) => Err(CompileFailure::Failed {
+            message: format!("the compiler panicked: {}", panic_text(&panic)),
+        }),
+    }
+}
+
+/// `Unsupported` → unsupported (with its numbers), anything else → a failed compilation.
+pub fn failure(e: CompileError) -> CompileFailure {
+    match e {
+        CompileError::Unsupported(u) => CompileFailure::Unsupported {
+            reason: u.to_string(),
+            claim: Some(Claim::of_unsupported(&u)),
+        },
+        other => CompileFailure::Failed {
+            message: other.to_string(),
+        },
+    }
+}
+
+/// `in-repo pimdiff-compiler 0.1.0 (skip_padding, weight_skipping)`; the pixel-wise lowering
+/// adds `, pixel-wise` (the channel-wise default keeps the description it always had).
+pub fn describe(o: &CompileOptions) -> String {
+    let mut opts = Vec::new();
+    if o.skip_padding {
+        opts.push("skip_padding");
+    }
+    if o.weight_skipping {
+        opts.push("weight_skipping");
+    }
+    if o.lowering == pimdiff_compiler::Lowering::Pixel {
+        opts.push("pixel-wise");
+    }
+    if o.reduction == pimdiff_compiler::Reduction::Gmem {
+        opts.push("gmem reduction");
+    }
+    let opts = if opts.is_empty() {
+        "no optimizations".to_string()
+    } else {
+        opts.join(", ")
+    };
+    format!(
+        "in-repo pimdiff-compiler {} ({opts})",
+        env!("CARGO_PKG_VERSION")
+    )
+}
+
+/// The message of a caught panic.
+pub fn panic_text(panic: &Box<dyn std::any::Any + Send>) -> String {
+    if let Some(s) = panic.downcast_ref::<&str>() {
+        s.to_string()
+    } else if let Some(s) = panic.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "(no message)".into()
+    }
+}

@@ -1,0 +1,137 @@
+//! The compilers under test: what turns a case into a [`Bundle`].
+//!
+//! Three kinds, one enum ([`CompilerUnderTest`]): the in-repo channel-wise compiler
+//! ([`in_repo`]), any external command that follows the bundle protocol ([`external`]), and the
+//! in-repo compiler with a deliberately injected miscompilation ([`mutated`]), which proves that
+//! the loop finds bugs. They report failure in one vocabulary, [`CompileFailure`], which the
+//! checker ([`crate::check`]) turns into outcomes; this module knows nothing of outcomes,
+//! interpreters or oracles.
+
+pub mod claim;
+pub mod external;
+pub mod in_repo;
+pub mod mutated;
+pub mod races;
+
+use std::time::Duration;
+
+use pimdiff_compiler::{CompileOptions, Lowering};
+use pimdiff_isa::bundle::Bundle;
+use pimdiff_oracle::Case;
+
+pub use self::claim::{Claim, Resource};
+use self::mutated::BugClass;
+
+/// Which compiler produces the bundle.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CompilerUnderTest {
+    /// The in-repo channel-wise compiler with these options.
+    InRepo(CompileOptions),
+    /// Any command that reads a case directory and writes a bundle directory; `{case}` and
+    /// `{out}` are replaced by the two paths (see [`external`] for the exact rules).
+    External { command: String },
+    /// The in-repo compiler (default options, this lowering) with a deliberately injected
+    /// miscompilation (see [`mutated`]): for proving that the loop finds bugs, and as a sanity
+    /// check of a setup. A case without a site for the bug compiles correctly.
+    Mutated(BugClass, Lowering),
+}
+
+impl Default for CompilerUnderTest {
+    fn default() -> Self {
+        CompilerUnderTest::InRepo(CompileOptions::default())
+    }
+}
+
+/// Why a compiler produced no bundle.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CompileFailure {
+    /// The compiler declined the case, with its reason and, when the reason states them, its
+    /// numbers (not a finding by itself; a claim the checker refutes is).
+    Unsupported {
+        reason: String,
+        claim: Option<Claim>,
+    },
+    /// The compiler failed on a case it did not decline, panicked, or wrote a bundle that
+    /// cannot be read: a finding.
+    Failed { message: String },
+    /// An external compiler still ran after its time limit and was killed: a hang of the
+    /// compiler under test, a finding.
+    TimedOut { limit: Duration },
+    /// The tooling around the compiler failed (a temporary directory, starting `sh`):
+    /// counted, never reported as a bug of the compiler.
+    Poisoned { reason: String },
+}
+
+impl CompilerUnderTest {
+    /// Compiles `case`; `external_timeout` bounds an external command.
+    pub fn compile(
+        &self,
+        case: &Case,
+        external_timeout: Duration,
+    ) -> Result<Bundle, CompileFailure> {
+        match self {
+            CompilerUnderTest::InRepo(options) => in_repo::compile(case, options),
+            CompilerUnderTest::Mutated(bug, lowering) => {
+                mutated::compile_mutated(*bug, *lowering, case)
+            }
+            CompilerUnderTest::External { command } => {
+                external::compile_external(case, command, external_timeout)
+            }
+        }
+    }
+
+    /// A stable description, recorded in findings so that `repro` can say when the compiler
+    /// differs: e.g. `in-repo pimdiff-compiler 0.1.0 (skip_padding, weight_skipping)`,
+    /// `external: mycc {case} {out}`, `in-repo pimdiff-compiler 0.1.0 + injected bug missing-bias`.
+    pub fn describe(&self) -> String {
+        match self {
+            CompilerUnderTest::InRepo(o) => in_repo::describe(o),
+            CompilerUnderTest::External { command } => format!("external: {command}"),
+            CompilerUnderTest::Mutated(bug, lowering) => format!(
+                "{} + injected bug {}",
+                in_repo::describe(&CompileOptions {
+                    lowering: *lowering,
+                    ..CompileOptions::default()
+                }),
+                bug.name()
+            ),
+        }
+    }
+
+    /// The options of the channel-wise lowering whose needs a decline of this compiler is held
+    /// against (`check`'s capacity model): the in-repo compiler's own options, the defaults
+    /// for an injected bug; `None` for an external compiler, whose lowering is its own (its
+    /// claims are checked for consistency and against the architecture only).
+    pub fn capacity_model(&self) -> Option<CompileOptions> {
+        match self {
+            CompilerUnderTest::InRepo(o) => Some(*o),
+            CompilerUnderTest::Mutated(_, lowering) => Some(CompileOptions {
+                lowering: *lowering,
+                ..CompileOptions::default()
+            }),
+            CompilerUnderTest::External { .. } => None,
+        }
+    }
+
+    /// The in-repo lowering this compiler uses (`None` for an external compiler): the name an
+    /// N-version check ([`crate::check::versions`]) gives its result.
+    pub fn lowering(&self) -> Option<Lowering> {
+        match self {
+            CompilerUnderTest::InRepo(o) => Some(o.lowering),
+            CompilerUnderTest::Mutated(_, lowering) => Some(*lowering),
+            CompilerUnderTest::External { .. } => None,
+        }
+    }
+
+    /// A short name for this compiler among the versions of an N-version check: the
+    /// lowering's name (`channel`, `pixel`), or `external`.
+    pub fn version_name(&self) -> &'static str {
+        self.lowering().map_or("external", Lowering::name)
+    }
+
+    /// Whether the compiler runs as a separate process (its time is bounded by its own
+    /// timeout, on top of the per-case watchdog's).
+    pub fn is_external(&self) -> bool {
+        matches!(self, CompilerUnderTest::External { .. })
+    }
+}

@@ -1,0 +1,80 @@
+//! Findings and regression cases on disk: atomic directory writes, `finding.json` /
+//! `expect.json`, discovery of case directories, and replay against recorded expectations.
+//!
+//! A *finding directory* is a case directory (`case-format.md`: `case.json`, `input.npy`,
+//! `weight.npy`, `bias.npy`, `expected.npy` = the oracle's output, so the case checks itself)
+//! plus `bundle/` (the failing program, crossbars and io manifest), `report.md` and
+//! `finding.json` ([`FindingMeta`]). A *regression entry* of `corpus/` is a case directory with
+//! either a `finding.json` or a smaller `expect.json` ([`ExpectFile`]) saying what the case
+//! must do today.
+//!
+//! Nothing is ever half-written: every directory is built under a temporary sibling whose name
+//! starts with [`TEMP_PREFIX`] (a dot, so [`discover`] and every other reader skips it), synced,
+//! then renamed into place ([`AtomicDir`]). A process killed in the middle leaves only such a
+//! temporary directory, which [`clean_temp_dirs`] removes on the next run.
+
+mod atomic;
+mod entry;
+mod expectation;
+mod meta;
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+pub use self::atomic::*;
+pub use self::entry::*;
+pub use self::expectation::*;
+pub use self::meta::*;
+
+/// Name prefix of a directory under construction. Starts with a dot so that readers, which
+/// ignore hidden entries, never see a half-written finding.
+pub const TEMP_PREFIX: &str = ".pimdiff-tmp-";
+/// The metadata file of a saved finding.
+pub const FINDING_JSON: &str = "finding.json";
+/// The expectation file of a hand-made regression entry.
+pub const EXPECT_JSON: &str = "expect.json";
+/// The readable report of a finding.
+pub const REPORT_MD: &str = "report.md";
+/// The compiled program of a finding.
+pub const BUNDLE_DIR: &str = "bundle";
+/// Version of `finding.json` / `expect.json` this reader writes and accepts.
+pub const META_FORMAT: u32 = 1;
+/// Largest `finding.json` / `expect.json` read (they are a few kilobytes).
+const MAX_META_BYTES: u64 = 1 << 20;
+
+/// What can go wrong reading or writing corpus files. Every variant names the path.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum CorpusError {
+    /// An operating-system error on `path`.
+    #[error("{}: {source}", path.display())]
+    Io { path: PathBuf, source: io::Error },
+    /// `finding.json` / `expect.json` is not valid JSON or has a field of the wrong type.
+    #[error("{}: {message}", path.display())]
+    Json { path: PathBuf, message: String },
+    /// A metadata file of a format this version does not know.
+    #[error("{}: field `format`: format {found} is not supported (this reader knows format {META_FORMAT})", path.display())]
+    UnsupportedFormat { path: PathBuf, found: u32 },
+    /// An `expect` string that does not parse (see [`Expectation`]).
+    #[error("{}: field `expect`: {problem}", path.display())]
+    BadExpectation {
+        path: PathBuf,
+        problem: ExpectationParseError,
+    },
+    /// A path given to [`discover`] is neither a case directory nor a directory holding any.
+    #[error("{}: not a case directory (no case.json) and holds no case directories", path.display())]
+    NoCases { path: PathBuf },
+    /// The destination of an atomic write already exists.
+    #[error("{}: already exists; refusing to overwrite it", path.display())]
+    Exists { path: PathBuf },
+    /// A metadata file is too large to be one of ours.
+    #[error("{}: {len} bytes, more than the limit of {MAX_META_BYTES} for a metadata file", path.display())]
+    TooLarge { path: PathBuf, len: u64 },
+}
+
+fn io_err(path: &Path) -> impl FnOnce(io::Error) -> CorpusError + '_ {
+    move |source| CorpusError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}

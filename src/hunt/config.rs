@@ -1,0 +1,135 @@
+//! What a hunt is given (configuration, steering), its errors, its constants, and the
+//! instants that bound it.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use super::plan::{Limit, Shard};
+use crate::check::RunConfig;
+use crate::corpus::{self, CorpusError};
+use crate::generate::GenConfig;
+use crate::shrink::MinimizeConfig;
+
+/// Everything a hunt needs.
+#[derive(Clone, Debug)]
+pub struct HuntConfig {
+    /// The hunt seed `S`.
+    pub seed: u64,
+    pub limit: Limit,
+    /// Worker threads; 0 means one per available core.
+    pub jobs: usize,
+    pub shard: Shard,
+    pub generator: GenConfig,
+    /// The compiler, the interpreter's schedule and step budget, and the watchdog's limits
+    /// (`case_timeout`, `external_timeout`).
+    pub run: RunConfig,
+    /// The budget of each finding's triage (`time_budget`: `--minimize-time`; `max_steps`).
+    pub minimize: MinimizeConfig,
+    /// The share of declined cases allowed (`--max-unsupported`); `None`: the generator's
+    /// overcommit ratio plus [`super::declines::DEFAULT_MARGIN`].
+    pub max_unsupported: Option<f64>,
+    /// Where `findings/`, `summary.json` and `summary.md` go.
+    pub out: PathBuf,
+}
+
+/// How a hunt is steered from outside: stop requests (first Ctrl-C), triage cut short (second
+/// Ctrl-C), and whether to draw a progress bar.
+#[derive(Clone, Debug, Default)]
+pub struct HuntControl {
+    /// Set: no new case starts; what was found is saved and summarized within seconds.
+    pub stop: Arc<AtomicBool>,
+    /// Set: triage still running is abandoned and findings are saved unminimized.
+    pub abort_minimization: Arc<AtomicBool>,
+    /// Draw an indicatif progress bar on stderr (the caller decides: a terminal, no --quiet).
+    pub progress: bool,
+}
+
+/// Why a hunt could not run or could not save its results (bad set-up, not findings).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum HuntError {
+    /// `OUT/findings` already holds findings of an earlier hunt.
+    #[error("{}: already holds findings of an earlier hunt; choose another --out or remove them", path.display())]
+    OutNotEmpty { path: PathBuf },
+    #[error(transparent)]
+    Corpus(#[from] CorpusError),
+    #[error(transparent)]
+    Save(#[from] corpus::EntryError),
+}
+
+/// The summary files inside `--out`.
+pub const SUMMARY_JSON: &str = "summary.json";
+pub const SUMMARY_MD: &str = "summary.md";
+/// The directory of finding directories inside `--out`.
+pub const FINDINGS_DIR: &str = "findings";
+
+/// How long cases in flight may finish after a stop request.
+pub const STOP_GRACE: Duration = Duration::from_millis(500);
+/// How long triage may still run after a stop request (then findings not reached are saved
+/// unminimized): with [`STOP_GRACE`] and the writing of the summary, a stopped hunt ends
+/// within five seconds.
+pub const STOP_TRIAGE: Duration = Duration::from_millis(2500);
+/// A case-count hunt ends its sweep after this many cases hung (their threads cannot be
+/// reclaimed); see [`super::sweep`].
+pub const MAX_STUCK: usize = 8;
+
+/// The instants that bound a hunt.
+pub(super) struct Timeline {
+    pub start: Instant,
+    /// `--duration`'s end.
+    pub end: Option<Instant>,
+    /// Part of the duration kept for triage once there is a finding.
+    pub triage_share: Option<Instant>,
+    /// When the hunt first saw a stop request.
+    stop_seen: Mutex<Option<Instant>>,
+}
+
+/// Part of a `--duration` reserved at its end for writing findings and the summary.
+pub(super) const WRITE_RESERVE: Duration = Duration::from_millis(500);
+
+impl Timeline {
+    pub fn new(limit: Limit) -> Timeline {
+        let start = Instant::now();
+        let (end, triage_share) = match limit {
+            Limit::Duration(d) => (start.checked_add(d), start.checked_add(d.mul_f64(0.75))),
+            Limit::Cases(_) => (None, None),
+        };
+        Timeline {
+            start,
+            end,
+            triage_share,
+            stop_seen: Mutex::new(None),
+        }
+    }
+
+    /// Records the first time a stop request is seen.
+    pub fn observe_stop(&self, control: &HuntControl) {
+        if control.stop.load(Ordering::SeqCst) {
+            let mut seen = self.stop_seen.lock().unwrap_or_else(|p| p.into_inner());
+            seen.get_or_insert_with(Instant::now);
+        }
+    }
+
+    /// Triage ends here: the duration's end (minus the time to write), or soon after a stop.
+    pub fn triage_deadline(&self) -> Option<Instant> {
+        let by_duration = self.end.map(|e| e.checked_sub(WRITE_RESERVE).unwrap_or(e));
+        let by_stop = self
+            .stop_seen
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .map(|s| s + STOP_TRIAGE);
+        match (by_duration, by_stop) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Whether triage must end now.
+    pub fn triage_over(&self, control: &HuntControl) -> bool {
+        self.observe_stop(control);
+        control.abort_minimization.load(Ordering::SeqCst)
+            || self.triage_deadline().is_some_and(|d| Instant::now() >= d)
+    }
+}

@@ -1,0 +1,215 @@
+//! `summary.json` and `summary.md`: what a hunt did, in one file each.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::declines::Declines;
+use super::plan::Shard;
+use super::sweep::SweepEnd;
+use crate::corpus::MinimizationStats;
+use crate::generate::GenConfig;
+
+/// One finding of a hunt (one root cause, as far as triage can tell), as listed in the
+/// summary.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FindingSummary {
+    /// The finding directory, relative to the hunt's `--out` (`findings/001-...`).
+    pub dir: String,
+    /// The final signature's display form.
+    pub signature: String,
+    pub outcome: String,
+    /// The first (lowest) case index of the finding, and its generator seed.
+    pub case_index: u64,
+    pub case_seed: u64,
+    /// Failing cases of the hunt this finding stands for.
+    pub occurrences: u64,
+    /// The sweep's bucket keys (shape signatures) merged into this finding.
+    pub buckets: Vec<String>,
+    /// Whether the saved case went through triage (minimization and localization); `false`
+    /// for timeouts and for findings the hunt ran out of time for.
+    pub triaged: bool,
+    /// Whether the signature is a localized cause (rather than a shape).
+    pub localized: bool,
+    /// Suspects named in `finding.json`.
+    pub suspects: usize,
+    pub minimization: MinimizationStats,
+}
+
+/// `summary.json`: the whole hunt in one file.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HuntSummary {
+    pub pimdiff_version: String,
+    pub seed: u64,
+    pub shard: Shard,
+    /// `--cases N` when the hunt was limited by a case count.
+    pub cases_requested: Option<u64>,
+    /// `--duration` in seconds when the hunt was limited by time.
+    pub duration_requested_s: Option<f64>,
+    /// Why the sweep ended.
+    pub end: SweepEnd,
+    /// Whether Ctrl-C / SIGTERM ended the hunt early.
+    pub interrupted: bool,
+    pub cases_run: u64,
+    /// Cases per outcome kind.
+    pub outcomes: BTreeMap<String, u64>,
+    pub findings: Vec<FindingSummary>,
+    /// Cases whose compile or run overran `--case-timeout` (a `timeout` finding each).
+    pub timeouts: u64,
+    /// Cases on which the interpreter panicked (a bug of pimdiff itself).
+    pub interpreter_panics: u64,
+    /// Threads abandoned in a hung case (they end with the process).
+    pub abandoned_threads: usize,
+    /// Cases still running when the hunt was stopped (neither counted nor saved).
+    pub unfinished_cases: Vec<u64>,
+    /// The declined cases and the verdict on them.
+    pub declines: Declines,
+    /// Why the hunt exits 1, one sentence each (empty: exit 0).
+    pub failures: Vec<String>,
+    pub jobs: usize,
+    /// `--case-timeout` in seconds.
+    pub case_timeout_s: f64,
+    /// Cases per second of the sweep (generation, compilation, interpretation, comparison).
+    pub cases_per_second: f64,
+    /// Seconds spent running cases, and in total (with triage and saving).
+    pub sweep_time_s: f64,
+    pub wall_time_s: f64,
+    /// `CompilerUnderTest::describe()`.
+    pub compiler: String,
+    pub generator: GenConfig,
+}
+
+/// `summary.md`: the summary as a short Markdown document (also printed on stdout).
+pub fn render_summary(s: &HuntSummary) -> String {
+    use std::fmt::Write;
+    let mut md = String::new();
+    let _ = writeln!(md, "# pimdiff hunt: seed {}, shard {}", s.seed, s.shard);
+    let _ = writeln!(md);
+    if !s.failures.is_empty() {
+        let _ = writeln!(md, "**FAILED**:");
+        for f in &s.failures {
+            let _ = writeln!(md, "- {f}");
+        }
+        let _ = writeln!(md);
+    }
+    let limit = match (s.cases_requested, s.duration_requested_s) {
+        (Some(n), _) => format!("{n} cases"),
+        (None, Some(d)) => format!("{d} s"),
+        (None, None) => "-".into(),
+    };
+    let end = match s.end {
+        SweepEnd::Completed => "",
+        SweepEnd::Deadline => " (deadline)",
+        SweepEnd::Interrupted => " (interrupted)",
+        SweepEnd::TooManyStuck => " (ended early: too many hung cases)",
+    };
+    let _ = writeln!(md, "- limit: {limit}{end}");
+    let _ = writeln!(md, "- cases run: {}", s.cases_run);
+    let _ = writeln!(
+        md,
+        "- throughput: {:.0} cases/s on {} thread(s); sweep {:.2} s, wall time {:.2} s",
+        s.cases_per_second, s.jobs, s.sweep_time_s, s.wall_time_s
+    );
+    let _ = writeln!(md, "- compiler: {}", s.compiler);
+    let _ = writeln!(md, "- pimdiff {}", s.pimdiff_version);
+    if s.timeouts > 0 || s.abandoned_threads > 0 {
+        let _ = writeln!(
+            md,
+            "- **timeouts: {}** (limit {:.1} s per stage); {} hung thread(s) abandoned",
+            s.timeouts, s.case_timeout_s, s.abandoned_threads
+        );
+    }
+    if s.interpreter_panics > 0 {
+        let _ = writeln!(
+            md,
+            "- **interpreter panics: {}** — a bug in pimdiff itself; please report it with the finding",
+            s.interpreter_panics
+        );
+    }
+    if !s.unfinished_cases.is_empty() {
+        let _ = writeln!(
+            md,
+            "- still running when stopped (not counted): cases {:?}",
+            s.unfinished_cases
+        );
+    }
+    let _ = writeln!(md);
+    outcomes_section(&mut md, s);
+    declines_section(&mut md, s);
+    findings_section(&mut md, s);
+    md
+}
+
+fn outcomes_section(md: &mut String, s: &HuntSummary) {
+    use std::fmt::Write;
+    let _ = writeln!(md, "## Outcomes\n");
+    let _ = writeln!(md, "| outcome | cases |");
+    let _ = writeln!(md, "|---|---|");
+    for (kind, n) in &s.outcomes {
+        let _ = writeln!(md, "| {kind} | {n} |");
+    }
+    let _ = writeln!(md);
+}
+
+fn declines_section(md: &mut String, s: &HuntSummary) {
+    use std::fmt::Write;
+    let d = &s.declines;
+    let _ = writeln!(
+        md,
+        "## Declined: {} of {} ({:.1} %, allowed {:.1} %: at most {}){}\n",
+        d.declined,
+        s.cases_run,
+        100.0 * d.share,
+        100.0 * d.max_share,
+        d.allowed,
+        if d.exceeded { " — TOO MANY" } else { "" }
+    );
+    if !d.by_reason.is_empty() {
+        let _ = writeln!(md, "| reason | cases |");
+        let _ = writeln!(md, "|---|---|");
+        for (reason, n) in &d.by_reason {
+            let _ = writeln!(md, "| {} | {n} |", reason.replace('|', "\\|"));
+        }
+        let _ = writeln!(md);
+    }
+}
+
+fn findings_section(md: &mut String, s: &HuntSummary) {
+    use std::fmt::Write;
+    let _ = writeln!(md, "## Findings: {}\n", s.findings.len());
+    if s.findings.is_empty() {
+        let _ = writeln!(md, "None.");
+        return;
+    }
+    let _ = writeln!(
+        md,
+        "| directory | signature | first case | failing cases | size (original → saved) |"
+    );
+    let _ = writeln!(md, "|---|---|---|---|---|");
+    for f in &s.findings {
+        let m = &f.minimization;
+        let state = if !f.triaged {
+            " (not minimized)"
+        } else if m.cut_short {
+            " (cut short)"
+        } else {
+            ""
+        };
+        let _ = writeln!(
+            md,
+            "| `{}` | {} | k={} (seed {}) | {} | {} → {}{} |",
+            f.dir,
+            f.signature.replace('|', "\\|"),
+            f.case_index,
+            f.case_seed,
+            f.occurrences,
+            m.original_size,
+            m.minimized_size,
+            state
+        );
+    }
+    let _ = writeln!(md);
+    let _ = writeln!(md, "Reproduce one with `pimdiff repro OUT/findings/<dir>`.");
+}

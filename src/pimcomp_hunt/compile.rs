@@ -1,0 +1,349 @@
+//! Running the real PIMCOMP-NN binary on one model, in a working directory of its own.
+//!
+//! PIMCOMP-NN reads `../config.json` and `../models/JSON/<model>.json` and writes `../output/`
+//! relative to its working directory, so every compile gets a fresh temporary tree
+//! `{config.json, models/JSON/net.json, output/, work/}` and runs in `work/`. It runs in a
+//! process group of its own (killed on timeout or at the end of a hunt), under a wall-clock
+//! timeout and a resident-memory watchdog that reads `/proc/PID/status` (an address-space
+//! limit does not work: the binary reserves far more than it touches). The LD_PRELOAD shim
+//! built beside the binary pins `time()` to the given value and prints crash frames.
+
+use std::io::Read;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use crate::compilers::external::{kill_group, set_running};
+
+/// The model name every compile uses (`-m=net`).
+pub const MODEL_NAME: &str = "net";
+/// The shim's file name beside the binary (built by `scripts/build-pimcomp.sh`).
+pub const SHIM_NAME: &str = "libpimdiff-shim.so";
+
+/// PIMCOMP-NN's two pipelines.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Pipeline {
+    Batch,
+    Element,
+}
+
+impl Pipeline {
+    pub fn name(self) -> &'static str {
+        match self {
+            Pipeline::Batch => "batch",
+            Pipeline::Element => "element",
+        }
+    }
+}
+
+/// Where the compiler is and how it may run.
+#[derive(Clone, Debug)]
+pub struct CompilerSetup {
+    pub bin: PathBuf,
+    /// `config.json` (beside the binary, else the source's).
+    pub config: PathBuf,
+    /// The LD_PRELOAD shim, when it is beside the binary.
+    pub shim: Option<PathBuf>,
+    pub timeout: Duration,
+    pub max_rss_bytes: u64,
+}
+
+/// Why a compiler set-up is unusable (exit 2).
+#[derive(Debug, thiserror::Error)]
+pub enum SetupError {
+    #[error("no PIMCOMP-NN binary: give --pimcomp-bin PATH or set PIMCOMP_NN_BIN (build it with scripts/build-pimcomp.sh)")]
+    NoBinary,
+    #[error("{}: not an executable file", .0.display())]
+    NotExecutable(PathBuf),
+    #[error("{}: no config.json beside the PIMCOMP-NN binary (scripts/build-pimcomp.sh puts one there)", .0.display())]
+    NoConfig(PathBuf),
+}
+
+impl CompilerSetup {
+    /// The set-up for `bin` (or `$PIMCOMP_NN_BIN`), with `config.json` and the shim beside it.
+    pub fn locate(
+        bin: Option<&Path>,
+        timeout: Duration,
+        max_rss_bytes: u64,
+    ) -> Result<CompilerSetup, SetupError> {
+        let bin = match bin {
+            Some(b) => b.to_path_buf(),
+            None => std::env::var_os("PIMCOMP_NN_BIN")
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+                .ok_or(SetupError::NoBinary)?,
+        };
+        if !bin.is_file() {
+            return Err(SetupError::NotExecutable(bin));
+        }
+        let bin = bin.canonicalize().unwrap_or(bin);
+        let dir = bin.parent().map(Path::to_path_buf).unwrap_or_default();
+        let config = dir.join("config.json");
+        if !config.is_file() {
+            return Err(SetupError::NoConfig(bin));
+        }
+        let shim = Some(dir.join(SHIM_NAME)).filter(|s| s.is_file());
+        Ok(CompilerSetup {
+            bin,
+            config,
+            shim,
+            timeout,
+            max_rss_bytes,
+        })
+    }
+}
+
+/// How a compile ended.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", tag = "kind")]
+pub enum Exit {
+    Code {
+        code: i32,
+    },
+    Signal {
+        signal: i32,
+    },
+    Timeout {
+        seconds: f64,
+    },
+    /// The resident-memory watchdog killed it.
+    Memory {
+        mib: u64,
+    },
+}
+
+/// One compile's result: how it ended, its output (last 64 KiB each) and where its files are.
+#[derive(Clone, Debug)]
+pub struct CompileRun {
+    pub exit: Exit,
+    pub stdout: String,
+    pub stderr: String,
+    /// The temporary tree (removed when the value is dropped).
+    pub dir: std::sync::Arc<tempfile::TempDir>,
+    pub seconds: f64,
+}
+
+impl CompileRun {
+    pub fn output(&self) -> PathBuf {
+        self.dir.path().join("output")
+    }
+    /// `SimulationInfo.gz` (the program), when written.
+    pub fn program(&self) -> Option<PathBuf> {
+        Some(self.output().join("SimulationInfo.gz")).filter(|p| p.is_file())
+    }
+    /// `VerificationInfo.json` (the side table), when written.
+    pub fn table(&self) -> Option<PathBuf> {
+        Some(self.output().join("VerificationInfo.json")).filter(|p| p.is_file())
+    }
+}
+
+/// The command line a user runs to reproduce a compile (in a tree laid out as above).
+pub fn command_line(setup: &CompilerSetup, pipeline: Pipeline, pin_time: u64) -> String {
+    let shim = setup
+        .shim
+        .as_ref()
+        .map(|s| format!("LD_PRELOAD={} ", s.display()))
+        .unwrap_or_default();
+    format!(
+        "{shim}PIMDIFF_PIN_TIME={pin_time} {} -m={MODEL_NAME} -r=balance -p={} -s=YES -v=YES",
+        setup.bin.display(),
+        pipeline.name()
+    )
+}
+
+/// Compiles `model_json` with `pipeline`, `time()` pinned to `pin_time`.
+pub fn compile(
+    setup: &CompilerSetup,
+    model_json: &str,
+    pipeline: Pipeline,
+    pin_time: u64,
+) -> std::io::Result<CompileRun> {
+    let dir = tempfile::Builder::new().prefix("pimcomp-case-").tempdir()?;
+    let root = dir.path();
+    std::fs::create_dir_all(root.join("models/JSON"))?;
+    std::fs::create_dir_all(root.join("output"))?;
+    std::fs::create_dir_all(root.join("work"))?;
+    std::fs::copy(&setup.config, root.join("config.json"))?;
+    std::fs::write(
+        root.join("models/JSON").join(format!("{MODEL_NAME}.json")),
+        model_json,
+    )?;
+    let stdout = std::fs::File::create(root.join("stdout.txt"))?;
+    let stderr = std::fs::File::create(root.join("stderr.txt"))?;
+    let mut cmd = Command::new(&setup.bin);
+    cmd.args([
+        format!("-m={MODEL_NAME}"),
+        "-r=balance".into(),
+        format!("-p={}", pipeline.name()),
+        "-s=YES".into(),
+        "-v=YES".into(),
+    ])
+    .current_dir(root.join("work"))
+    .env("PIMDIFF_PIN_TIME", pin_time.to_string())
+    .stdin(Stdio::null())
+    .stdout(stdout)
+    .stderr(stderr)
+    .process_group(0);
+    if let Some(shim) = &setup.shim {
+        cmd.env("LD_PRELOAD", shim);
+    }
+    let start = Instant::now();
+    let mut child = cmd.spawn()?;
+    let pid = child.id();
+    set_running(pid, true);
+    let exit = loop {
+        if let Some(status) = child.try_wait()? {
+            break match (status.code(), status.signal()) {
+                (Some(code), _) => Exit::Code { code },
+                (None, Some(signal)) => Exit::Signal { signal },
+                (None, None) => Exit::Code { code: -1 },
+            };
+        }
+        if start.elapsed() >= setup.timeout {
+            kill_group(pid);
+            let _ = child.wait();
+            break Exit::Timeout {
+                seconds: setup.timeout.as_secs_f64(),
+            };
+        }
+        let rss = resident_bytes(pid);
+        if rss > setup.max_rss_bytes {
+            kill_group(pid);
+            let _ = child.wait();
+            break Exit::Memory { mib: rss >> 20 };
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    set_running(pid, false);
+    Ok(CompileRun {
+        exit,
+        stdout: tail(&root.join("stdout.txt")),
+        stderr: tail(&root.join("stderr.txt")),
+        seconds: start.elapsed().as_secs_f64(),
+        dir: std::sync::Arc::new(dir),
+    })
+}
+
+/// `VmRSS` of a process, in bytes (0 when unreadable).
+fn resident_bytes(pid: u32) -> u64 {
+    let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else {
+        return 0;
+    };
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .map_or(0, |kb| kb * 1024)
+}
+
+/// The last 64 KiB of a file, as text.
+fn tail(path: &Path) -> String {
+    const CAP: u64 = 1 << 16;
+    let mut buf = Vec::new();
+    if let Ok(mut f) = std::fs::File::open(path) {
+        let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+        if len > CAP {
+            use std::io::Seek;
+            let _ = f.seek(std::io::SeekFrom::Start(len - CAP));
+        }
+        let _ = f.read_to_end(&mut buf);
+    }
+    String::from_utf8_lossy(&buf).into_owned()
+}
+
+/// One frame of a crash backtrace.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Frame {
+    pub function: String,
+    /// `file:line` (file name only), `??` when unknown.
+    pub location: String,
+    /// Whether the frame is inside PIMCOMP-NN (not libc, libstdc++ or the shim).
+    pub own: bool,
+}
+
+/// The shim's `PIMDIFF-FRAME <object> +0x<offset>` lines, symbolized with `addr2line`
+/// (frames of the shim itself dropped). Without addr2line, frames keep their offsets.
+pub fn frames(setup: &CompilerSetup, stderr: &str) -> Vec<Frame> {
+    let raw: Vec<(String, String)> = stderr
+        .lines()
+        .filter_map(|l| l.strip_prefix("PIMDIFF-FRAME "))
+        .filter_map(|l| l.rsplit_once(" +"))
+        .map(|(obj, off)| (obj.to_string(), off.to_string()))
+        .filter(|(obj, _)| !obj.ends_with(SHIM_NAME))
+        .collect();
+    let bin = setup.bin.to_string_lossy().into_owned();
+    let own: Vec<&str> = raw
+        .iter()
+        .filter(|(obj, _)| same_file(obj, &bin))
+        .map(|(_, off)| off.as_str())
+        .collect();
+    let symbolized = symbolize(&setup.bin, &own);
+    let mut next = symbolized.into_iter();
+    raw.iter()
+        .map(|(obj, off)| {
+            if same_file(obj, &bin) {
+                let (function, location) = next
+                    .next()
+                    .unwrap_or_else(|| (format!("PIMCOMP-NN+{off}"), "??".into()));
+                Frame {
+                    function,
+                    location,
+                    own: true,
+                }
+            } else {
+                let lib = Path::new(obj)
+                    .file_name()
+                    .map_or(obj.clone(), |n| n.to_string_lossy().into_owned());
+                Frame {
+                    function: format!("{lib}+{off}"),
+                    location: "??".into(),
+                    own: false,
+                }
+            }
+        })
+        .collect()
+}
+
+fn same_file(a: &str, b: &str) -> bool {
+    a == b
+        || Path::new(a).canonicalize().ok() == Path::new(b).canonicalize().ok()
+            && Path::new(a).exists()
+}
+
+/// `(function, file:line)` per offset, via `addr2line -f -C -e BIN` (outermost inline frame).
+fn symbolize(bin: &Path, offsets: &[&str]) -> Vec<(String, String)> {
+    if offsets.is_empty() {
+        return Vec::new();
+    }
+    let out = Command::new("addr2line")
+        .arg("-f")
+        .arg("-C")
+        .arg("-e")
+        .arg(bin)
+        .args(offsets)
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .output();
+    let Ok(out) = out else {
+        return Vec::new();
+    };
+    let text = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = text.lines().collect();
+    lines
+        .chunks(2)
+        .map(|pair| {
+            let function = pair.first().copied().unwrap_or("??");
+            let function = function.split('(').next().unwrap_or(function).to_string();
+            let loc = pair.get(1).copied().unwrap_or("??");
+            let loc = loc.split(" (").next().unwrap_or(loc);
+            let loc = Path::new(loc)
+                .file_name()
+                .map_or(loc.to_string(), |n| n.to_string_lossy().into_owned());
+            (function, loc)
+        })
+        .collect()
+}

@@ -1,0 +1,297 @@
+//! One network through PIMCOMP-NN and the check: its outcome and its signature.
+//!
+//! Outcomes: `pass`; `mismatch` and `disagreement` (from `pimdiff pimcomp`'s check: a node's
+//! output differs from the exact reference, or the program and its own side table disagree
+//! on an operand or do not line up); `crash` (a signal other than SIGABRT, with the top frames
+//! inside PIMCOMP-NN); `abort` (SIGABRT: the compiler's own message, e.g. a failed assertion
+//! or an uncaught exception); `hang` (the timeout or the memory watchdog); `rejected` (the
+//! compiler refuses a valid model: an exit status or no output, with its message);
+//! `unsupported` (the check cannot judge the program: counted, never passed).
+//!
+//! **One root cause, one signature.** Crashes and aborts: pipeline, signal and the top three
+//! frames inside PIMCOMP-NN (function names, not lines, so that a neighbouring line of the
+//! same function is the same bug). Mismatches: pipeline, the operator of the first wrong node
+//! in topological order, how it was observed, whether all or part of its elements are wrong,
+//! and the instruction kinds the localization names. Messages are abstracted (numbers become
+//! `N`) before they enter a signature.
+
+use serde::Serialize;
+
+use super::compile::{frames, CompileRun, CompilerSetup, Exit, Frame, Pipeline};
+use crate::check::outcome::abstract_message;
+use crate::pimcomp::{self, Checked, Control, PimcompError, Status};
+
+/// What one compile and check came to.
+#[derive(Clone, Debug, Serialize)]
+pub struct CaseOutcome {
+    pub pipeline: Pipeline,
+    /// `pass`, `mismatch`, `disagreement`, `crash`, `abort`, `hang`, `rejected`, `unsupported`.
+    pub kind: &'static str,
+    /// The deduplication key of a finding (`None` for pass and unsupported).
+    pub signature: Option<String>,
+    /// One line for people: the message, the wrong node, the reason.
+    pub detail: String,
+    /// Crash frames (all of them; the signature uses the top three inside PIMCOMP-NN).
+    pub frames: Vec<Frame>,
+}
+
+/// Kinds in order of severity (the first is reported when both pipelines fail).
+pub const KINDS: [&str; 8] = [
+    "crash",
+    "abort",
+    "hang",
+    "mismatch",
+    "disagreement",
+    "rejected",
+    "unsupported",
+    "pass",
+];
+
+/// A kind's severity rank (0 = most severe).
+pub fn severity(kind: &str) -> usize {
+    KINDS.iter().position(|k| *k == kind).unwrap_or(KINDS.len())
+}
+
+fn signal_name(sig: i32) -> String {
+    match sig {
+        4 => "SIGILL".into(),
+        6 => "SIGABRT".into(),
+        7 => "SIGBUS".into(),
+        8 => "SIGFPE".into(),
+        9 => "SIGKILL".into(),
+        11 => "SIGSEGV".into(),
+        other => format!("signal {other}"),
+    }
+}
+
+/// The compiler's own message: the last line of stderr that is not a frame line, else the
+/// last line of stdout (PIMCOMP-NN prints errors to either).
+fn last_message(run: &CompileRun) -> String {
+    let last = |text: &str| -> Option<String> {
+        text.lines()
+            .map(str::trim)
+            .filter(|l| !l.starts_with("PIMDIFF-FRAME") && !l.is_empty())
+            .rfind(|l| !l.starts_with("====") && !l.starts_with("----"))
+            .map(str::to_string)
+    };
+    last(&run.stderr)
+        .or_else(|| last(&run.stdout))
+        .unwrap_or_default()
+}
+
+/// Classifies a compile that did not produce both output files, or ended abnormally.
+/// `None`: the compile succeeded; check its program.
+pub fn compile_outcome(
+    setup: &CompilerSetup,
+    pipeline: Pipeline,
+    run: &CompileRun,
+) -> Option<CaseOutcome> {
+    let p = pipeline.name();
+    let make = |kind, signature: Option<String>, detail: String, frames| {
+        Some(CaseOutcome {
+            pipeline,
+            kind,
+            signature,
+            detail,
+            frames,
+        })
+    };
+    match &run.exit {
+        Exit::Signal { signal } => {
+            let frames = frames(setup, &run.stderr);
+            let top: Vec<&str> = frames
+                .iter()
+                .filter(|f| f.own && f.function != "main")
+                .take(3)
+                .map(|f| f.function.as_str())
+                .collect();
+            let (kind, head) = if *signal == 6 {
+                ("abort", abstract_message(&last_message(run)))
+            } else {
+                ("crash", String::new())
+            };
+            let sig = format!(
+                "{kind}/{p}/{}/{}{}",
+                signal_name(*signal),
+                if head.is_empty() {
+                    String::new()
+                } else {
+                    format!("{head}/")
+                },
+                if top.is_empty() {
+                    "no-frames".to_string()
+                } else {
+                    top.join("<")
+                }
+            );
+            let detail = format!(
+                "{} in {}: {}",
+                signal_name(*signal),
+                frames
+                    .iter()
+                    .find(|f| f.own)
+                    .map_or("??".to_string(), |f| format!(
+                        "{} ({})",
+                        f.function, f.location
+                    )),
+                last_message(run)
+            );
+            make(kind, Some(sig), detail, frames)
+        }
+        Exit::Timeout { seconds } => make(
+            "hang",
+            Some(format!("hang/{p}/timeout")),
+            format!("no exit within {seconds:.0} s"),
+            Vec::new(),
+        ),
+        Exit::Memory { mib } => make(
+            "hang",
+            Some(format!("hang/{p}/memory")),
+            format!("resident memory {mib} MiB over the watchdog's limit"),
+            Vec::new(),
+        ),
+        Exit::Code { code } if *code != 0 || run.program().is_none() || run.table().is_none() => {
+            let msg = last_message(run);
+            make(
+                "rejected",
+                Some(format!("rejected/{p}/{}", abstract_message(&msg))),
+                format!("exit {code}, no program: {msg}"),
+                Vec::new(),
+            )
+        }
+        Exit::Code { .. } => None,
+    }
+}
+
+/// Checks a compiled program with `pimdiff pimcomp`'s check (seeded by `check_seed`).
+pub fn check_outcome(pipeline: Pipeline, run: &CompileRun, check_seed: u64) -> CaseOutcome {
+    let p = pipeline.name();
+    let (Some(program), Some(table)) = (run.program(), run.table()) else {
+        unreachable!("compile_outcome returns None only with both files")
+    };
+    let opts = pimcomp::Options {
+        program,
+        table,
+        seed: check_seed,
+        schedule: Default::default(),
+        probes: true,
+        control: Control::None,
+    };
+    let outcome = |kind, signature, detail| CaseOutcome {
+        pipeline,
+        kind,
+        signature,
+        detail,
+        frames: Vec::new(),
+    };
+    match pimcomp::check(&opts) {
+        Err(PimcompError::Misaligned { program, table, .. }) => {
+            let op = |t: &str| t.split_whitespace().next().unwrap_or("").to_string();
+            outcome(
+                "disagreement",
+                Some(format!(
+                    "disagreement/{p}/misaligned/{}/{}",
+                    op(&program),
+                    op(&table)
+                )),
+                format!("program and side table do not line up: `{program}` vs {table}"),
+            )
+        }
+        Err(e) => outcome(
+            "unsupported",
+            None,
+            format!("check: {}", abstract_message(&e.to_string())),
+        ),
+        Ok(c) => judge(pipeline, &c),
+    }
+}
+
+/// The outcome of a finished check.
+fn judge(pipeline: Pipeline, c: &Checked) -> CaseOutcome {
+    let p = pipeline.name();
+    let outcome = |kind, signature, detail| CaseOutcome {
+        pipeline,
+        kind,
+        signature,
+        detail,
+        frames: Vec::new(),
+    };
+    if !c.outcome.is_finished() {
+        let k = c.outcome.kind();
+        return outcome(
+            "mismatch",
+            Some(format!("mismatch/{p}/run-{k}")),
+            format!("the program's run ended in a {k}"),
+        );
+    }
+    if let Some(v) = c.verdicts.iter().find(|v| v.status == Status::Mismatch) {
+        let share = if v.mismatches == v.compared {
+            "all"
+        } else {
+            "some"
+        };
+        let mut writers: Vec<String> = v
+            .writers
+            .iter()
+            .chain(&v.first_wrong_mvmul)
+            .filter_map(|w| w.text.split_whitespace().next().map(str::to_string))
+            .collect();
+        writers.sort();
+        writers.dedup();
+        let check = serde_json::to_value(v.check)
+            .ok()
+            .and_then(|x| x.as_str().map(str::to_string))
+            .unwrap_or_default();
+        let mut sig = format!("mismatch/{p}/{}/{check}/{share}", v.op);
+        if !writers.is_empty() {
+            sig.push('/');
+            sig.push_str(&writers.join("+"));
+        }
+        return outcome(
+            "mismatch",
+            Some(sig),
+            format!(
+                "node {} ({}, {}): {} of {} elements differ",
+                v.index, v.name, v.op, v.mismatches, v.compared
+            ),
+        );
+    }
+    if let Some(v) = c.verdicts.iter().find(|v| !v.disagreements.is_empty()) {
+        let d = &v.disagreements[0];
+        let op = d.text.split_whitespace().next().unwrap_or("");
+        return outcome(
+            "disagreement",
+            Some(format!("disagreement/{p}/{}/{op}/{}", v.op, d.field)),
+            format!(
+                "node {} ({}): `{}` {} is {} in the program, {} in the side table",
+                v.index, v.name, d.text, d.field, d.program, d.table
+            ),
+        );
+    }
+    let unmodelled = c.verdicts.iter().find(|v| {
+        v.status == Status::Unchecked
+            && v.reason.as_deref().is_some_and(|r| {
+                r.starts_with("no reference") || r.starts_with("the reference has shape")
+            })
+    });
+    if let Some(v) = unmodelled {
+        return outcome(
+            "unsupported",
+            None,
+            format!(
+                "node {} ({}): {}",
+                v.index,
+                v.op,
+                abstract_message(v.reason.as_deref().unwrap_or(""))
+            ),
+        );
+    }
+    if !c.verdicts.iter().any(|v| v.status == Status::Exact) {
+        return outcome(
+            "unsupported",
+            None,
+            "no node could be compared with an informative reference".into(),
+        );
+    }
+    outcome("pass", None, String::new())
+}

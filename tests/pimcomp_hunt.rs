@@ -1,0 +1,229 @@
+//! `pimdiff hunt --target pimcomp-nn`: the network generator's output format, minimization,
+//! and whole hunts against a fake PIMCOMP-NN (tests/fixtures/pimcomp-fake/PIMCOMP-NN) with an
+//! injected crash and an injected miscompilation. A last test runs the real binary when
+//! `PIMCOMP_NN_BIN` names one, and skips with a message otherwise.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use pimdiff::generate::network::{check_model_json, network_from_seed, NetConfig, NetOp, Network};
+use pimdiff::hunt::{HuntControl, Limit, Shard};
+use pimdiff::pimcomp_hunt::case::CaseContext;
+use pimdiff::pimcomp_hunt::compile::{CompilerSetup, Pipeline};
+use pimdiff::pimcomp_hunt::minimize::minimize;
+use pimdiff::pimcomp_hunt::save::PimcompHuntSummary;
+use pimdiff::pimcomp_hunt::{run_pimcomp_hunt, PimcompHuntConfig};
+use proptest::prelude::*;
+
+fn fake_bin() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/pimcomp-fake/PIMCOMP-NN")
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(300))]
+    /// Every generated network is well formed and its model JSON passes the independent
+    /// schema and shape check.
+    #[test]
+    fn generated_models_pass_the_schema_check(seed in any::<u64>()) {
+        let net = network_from_seed(&NetConfig::default(), seed);
+        prop_assert!(net.shapes().is_ok(), "{:?}", net.shapes());
+        let json = net.to_model_json().unwrap();
+        prop_assert_eq!(check_model_json(&json), Ok(()));
+        // Node 0 is the input; only the last node has no consumers.
+        let input_first = matches!(net.nodes[0].op, NetOp::Input { .. });
+        prop_assert!(input_first);
+    }
+}
+
+#[test]
+fn generator_reaches_the_edges() {
+    let cfg = NetConfig::default();
+    let nets: Vec<Network> = (0..400).map(|s| network_from_seed(&cfg, s)).collect();
+    let has = |f: &dyn Fn(&NetOp) -> bool| nets.iter().any(|n| n.nodes.iter().any(|x| f(&x.op)));
+    assert!(has(&|op| matches!(op, NetOp::Input { channels: 3, .. })));
+    assert!(has(
+        &|op| matches!(op, NetOp::Conv(c) if c.group > 1 && c.group == c.out_channels)
+    ));
+    assert!(has(
+        &|op| matches!(op, NetOp::Conv(c) if c.out_channels == 128)
+    ));
+    assert!(has(
+        &|op| matches!(op, NetOp::Conv(c) if c.pads[0] != c.pads[1])
+    ));
+    assert!(has(&|op| matches!(op, NetOp::Pool(p) if p.global)));
+    assert!(has(&|op| matches!(op, NetOp::Pool(p) if p.max)));
+    for op in [
+        NetOp::Concat,
+        NetOp::Add,
+        NetOp::Relu,
+        NetOp::Lrn,
+        NetOp::Dropout,
+    ] {
+        assert!(has(&|x| *x == op), "{op:?}");
+    }
+    assert!(has(&|op| matches!(op, NetOp::Fc { .. })));
+    assert!(has(&|op| matches!(op, NetOp::Clip { .. })));
+    assert!(has(&|op| matches!(op, NetOp::Softmax)));
+    assert!(has(&|op| matches!(op, NetOp::Reshape)));
+    assert!(has(&|op| matches!(op, NetOp::Flatten)));
+}
+
+#[test]
+fn schema_check_names_the_broken_field() {
+    let json = network_from_seed(&NetConfig::default(), 5)
+        .to_model_json()
+        .unwrap();
+    let mut doc: serde_json::Value = serde_json::from_str(&json).unwrap();
+    doc["node_list"][1]["output_dim"][1] = serde_json::json!(999);
+    let err = check_model_json(&doc.to_string()).unwrap_err();
+    assert!(err.starts_with("node 1: output_dim [1, 999,"), "{err}");
+    doc["node_list"][1]["index"] = serde_json::json!(7);
+    assert_eq!(
+        check_model_json(&doc.to_string()),
+        Err("node 1: index is not its position".to_string())
+    );
+}
+
+/// Minimization keeps the signature (here: a predicate standing in for one) and reaches the
+/// smallest network that has it.
+#[test]
+fn minimization_keeps_the_signature() {
+    let cfg = NetConfig::default();
+    let net = (0..200)
+        .map(|s| network_from_seed(&cfg, s))
+        .find(|n| n.nodes.len() >= 6 && n.nodes.iter().any(|x| x.op == NetOp::Add))
+        .expect("a network with a residual add");
+    let has_add = |n: &Network| n.nodes.iter().any(|x| x.op == NetOp::Add);
+    let (small, stats) = minimize(&net, None, 10_000, has_add);
+    assert!(has_add(&small));
+    assert!(small.shapes().is_ok());
+    assert!(!stats.cut_short);
+    // input, one conv feeding the add, and the add (its other operand is the input).
+    assert_eq!(small.nodes.len(), 3, "{small}");
+    assert_eq!(small.size().1, 1, "channels shrink to 1: {small}");
+}
+
+fn fake_config(out: &Path, cases: u64, jobs: usize) -> PimcompHuntConfig {
+    PimcompHuntConfig {
+        limit: Limit::Cases(cases),
+        jobs,
+        shard: Shard::ALL,
+        cases: CaseContext {
+            seed: 3,
+            net: NetConfig::default(),
+            setup: CompilerSetup::locate(Some(&fake_bin()), Duration::from_secs(20), 1 << 32)
+                .unwrap(),
+            pipelines: vec![Pipeline::Element],
+        },
+        mode: "element".into(),
+        minimize_time: Duration::from_secs(60),
+        minimize_runs: 400,
+        out: out.to_path_buf(),
+    }
+}
+
+fn stable(s: &PimcompHuntSummary) -> serde_json::Value {
+    let mut v = serde_json::to_value(s).unwrap();
+    for k in ["cases_per_second", "sweep_time_s", "wall_time_s", "jobs"] {
+        v[k] = serde_json::Value::Null;
+    }
+    v
+}
+
+#[test]
+fn fake_compiler_crash_and_miscompilation_are_each_reported_once_minimized() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = run_pimcomp_hunt(&fake_config(tmp.path(), 30, 2), &HuntControl::default()).unwrap();
+    let sigs: Vec<&str> = s.findings.iter().map(|f| f.signature.as_str()).collect();
+    assert_eq!(
+        sigs.iter().filter(|s| s.starts_with("crash/")).count(),
+        1,
+        "{sigs:?}"
+    );
+    assert!(
+        sigs.contains(&"crash/element/SIGSEGV/no-frames"),
+        "{sigs:?}"
+    );
+    let mismatches: Vec<&&str> = sigs.iter().filter(|s| s.starts_with("mismatch/")).collect();
+    assert_eq!(mismatches.len(), 1, "{sigs:?}");
+    assert_eq!(s.findings.len(), 2, "{sigs:?}");
+    assert_eq!(s.cases_run, 30);
+    for f in &s.findings {
+        assert!(f.reproduced, "{}", f.signature);
+        let dir = tmp.path().join(&f.dir);
+        let model = std::fs::read_to_string(dir.join("model.json")).unwrap();
+        assert_eq!(check_model_json(&model), Ok(()));
+        let net: Network =
+            serde_json::from_str(&std::fs::read_to_string(dir.join("network.json")).unwrap())
+                .unwrap();
+        let marker = if f.outcome == "crash" {
+            "OP_ELTWISE"
+        } else {
+            "OP_POOL"
+        };
+        assert!(model.contains(marker), "{}", f.signature);
+        // The smallest networks with the marker: input → pool (2), input → conv → add (3).
+        let want = if f.outcome == "crash" { 3 } else { 2 };
+        assert_eq!(net.nodes.len(), want, "{}:\n{net}", f.signature);
+        for file in [
+            "report.md",
+            "repro.sh",
+            "outcome.json",
+            "original-model.json",
+        ] {
+            assert!(dir.join(file).is_file(), "{file}");
+        }
+    }
+    let mismatch = s.findings.iter().find(|f| f.outcome == "mismatch").unwrap();
+    assert!(tmp
+        .path()
+        .join(&mismatch.dir)
+        .join("check/report.md")
+        .is_file());
+    // No early (unminimized) directories remain.
+    let names: Vec<String> = std::fs::read_dir(tmp.path().join("findings"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(names.iter().all(|n| n.starts_with("00")), "{names:?}");
+    assert!(tmp.path().join("summary.md").is_file());
+
+    // Same seed, one job: the same summary apart from timing.
+    let tmp1 = tempfile::tempdir().unwrap();
+    let s1 = run_pimcomp_hunt(&fake_config(tmp1.path(), 30, 1), &HuntControl::default()).unwrap();
+    assert_eq!(stable(&s1)["findings"], stable(&s)["findings"]);
+    assert_eq!(stable(&s1)["outcomes"], stable(&s)["outcomes"]);
+}
+
+#[test]
+fn missing_binary_is_a_clear_error() {
+    let err = CompilerSetup::locate(
+        Some(Path::new("/nonexistent/PIMCOMP-NN")),
+        Duration::from_secs(1),
+        1,
+    )
+    .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "/nonexistent/PIMCOMP-NN: not an executable file"
+    );
+}
+
+/// The real compiler, when `PIMCOMP_NN_BIN` names a build of scripts/build-pimcomp.sh.
+#[test]
+fn real_pimcomp_hunt_runs_when_built() {
+    let Some(bin) = std::env::var_os("PIMCOMP_NN_BIN").filter(|b| Path::new(b).is_file()) else {
+        eprintln!("skipped: PIMCOMP_NN_BIN is not set to a PIMCOMP-NN binary (scripts/build-pimcomp.sh builds one)");
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let mut cfg = fake_config(tmp.path(), 3, 2);
+    cfg.cases.setup =
+        CompilerSetup::locate(Some(Path::new(&bin)), Duration::from_secs(60), 8 << 30).unwrap();
+    cfg.cases.pipelines = vec![Pipeline::Batch, Pipeline::Element];
+    cfg.mode = "both".into();
+    cfg.minimize_time = Duration::from_secs(5);
+    let s = run_pimcomp_hunt(&cfg, &HuntControl::default()).unwrap();
+    assert_eq!(s.cases_run, 3);
+    assert_eq!(s.outcomes.values().sum::<u64>(), 3);
+}

@@ -1,0 +1,315 @@
+//! Triage: one root cause per finding, suspects that name a corrupted instruction.
+//!
+//! Each per-class test is a fixed-seed hunt in miniature over the triage API
+//! (`tests/support/triage.rs`): sweep, one cause per pre-signature bucket, one triage per
+//! cause, findings keyed by the final signature.
+
+#[path = "support/triage.rs"]
+mod support;
+
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+use pimdiff::check::{check_case, RunConfig};
+use pimdiff::compilers::mutated::BugClass;
+use pimdiff::compilers::CompilerUnderTest;
+use pimdiff::generate::GenConfig;
+use pimdiff::hunt::detection::first_detection;
+use pimdiff::triage::{triage, Budget, Suspect};
+use support::{corrupted_sites, mini_hunt, TwoBugs};
+
+/// Cases per fixed-seed hunt: enough for every class to show several shapes.
+const CASES: u64 = 600;
+const SEED: u64 = 1;
+
+/// The findings of a `CASES`-case hunt against `bug`: at most two, and every localized one's
+/// top suspect is an instruction the bug corrupted. Returns the findings' signatures and
+/// whether their top suspect hit.
+fn hunt_class(bug: BugClass) -> Vec<(String, bool)> {
+    let cfg = RunConfig::with_compiler(CompilerUnderTest::Mutated(
+        bug,
+        pimdiff_compiler::Lowering::Channel,
+    ));
+    let r = mini_hunt(
+        &cfg,
+        &GenConfig::default(),
+        SEED,
+        CASES,
+        Budget::TRIAGE_RUNS,
+    );
+    assert!(r.failing > 0, "{bug}: no failing case in {CASES}");
+    assert!(
+        r.findings.len() <= 2,
+        "{bug}: {} findings from {} buckets: {:?}",
+        r.findings.len(),
+        r.buckets,
+        r.findings
+            .iter()
+            .map(|f| f.triaged.signature.to_string())
+            .collect::<Vec<_>>()
+    );
+    r.findings
+        .iter()
+        .map(|f| {
+            let t = &f.triaged;
+            let sites = corrupted_sites(&t.case, t.result.bundle.as_ref().unwrap());
+            let top = t.suspects.first().map(|s| (s.core, s.pc));
+            let hit = top.is_some_and(|s| sites.contains(&s));
+            if t.localized && t.suspects.iter().any(|s| s.fix.is_some()) {
+                assert!(
+                    hit,
+                    "{bug}: {} top suspect {top:?}, corrupted {sites:?}",
+                    t.signature
+                );
+            }
+            (t.signature.to_string(), hit)
+        })
+        // A latent manifestation of the same bug — a race or an uninitialized read on a case
+        // whose output happens to be right — is a finding of its own kind (checked above: at
+        // most two findings in all); the per-class assertions are about the wrong outputs.
+        .filter(|(sig, _)| !sig.starts_with("race: ") && !sig.starts_with("uninitialized-read: "))
+        .collect()
+}
+
+#[test]
+fn relu_on_partial_sum_is_one_finding_named_by_its_mvmul() {
+    assert_eq!(
+        hunt_class(BugClass::ReluOnPartialSum),
+        [("mismatch: mvmul relu".to_string(), true)]
+    );
+}
+
+#[test]
+fn store_off_by_one_is_one_finding_named_by_its_store() {
+    assert_eq!(
+        hunt_class(BugClass::StoreOffByOne),
+        [("mismatch: st offset".to_string(), true)]
+    );
+}
+
+#[test]
+fn short_input_load_is_one_finding_named_by_its_load() {
+    assert_eq!(
+        hunt_class(BugClass::ShortInputLoad),
+        [("mismatch: ld size".to_string(), true)]
+    );
+}
+
+#[test]
+fn wrong_setbw_is_one_finding_named_by_its_setbw() {
+    assert_eq!(
+        hunt_class(BugClass::WrongSetbwBeforeReduction),
+        [("mismatch: setbw width".to_string(), true)]
+    );
+}
+
+#[test]
+fn wrong_send_size_is_one_finding_named_by_its_send() {
+    assert_eq!(
+        hunt_class(BugClass::WrongSendSize),
+        [("fault: send size".to_string(), true)]
+    );
+}
+
+#[test]
+fn recv_from_the_wrong_core_is_named_by_its_recv() {
+    // A deadlock on three or more cores, a fault on two: two outcome kinds, one repair.
+    let found = hunt_class(BugClass::RecvWrongCore);
+    assert!(
+        found
+            .iter()
+            .all(|(sig, hit)| sig.ends_with(": recv core") && *hit),
+        "{found:?}"
+    );
+}
+
+#[test]
+fn padding_off_by_one_is_a_store_repair_and_one_unlocalized_finding() {
+    // On small cases a window one row off is an output one element off: a store repair.
+    // Elsewhere no single edit repairs it.
+    // FIXME: the unlocalized finding has no suspect; a data-flow slice would rank the loads.
+    let found = hunt_class(BugClass::PaddingOffByOne);
+    assert_eq!(
+        found,
+        [
+            ("mismatch: st offset".to_string(), true),
+            ("mismatch: channels all, batch all".to_string(), false)
+        ]
+    );
+}
+
+#[test]
+fn missing_relu_is_the_flag_or_the_vrelu() {
+    // Fused into `mvmul` (one partial sum) or a `vrelu` before the store: two repairs.
+    assert_eq!(
+        hunt_class(BugClass::MissingRelu),
+        [
+            ("mismatch: missing vrelu".to_string(), true),
+            ("mismatch: mvmul relu".to_string(), true)
+        ]
+    );
+}
+
+#[test]
+fn a_dropped_partial_sum_is_named_by_the_nop_it_left() {
+    assert_eq!(
+        hunt_class(BugClass::DroppedPartialSum),
+        [("mismatch: missing vvadd".to_string(), true)]
+    );
+}
+
+#[test]
+fn a_missing_bias_is_named_by_the_load_of_uninitialised_memory() {
+    assert_eq!(
+        hunt_class(BugClass::MissingBias),
+        [(
+            "mismatch: ld of uninitialised global memory".to_string(),
+            true
+        )]
+    );
+}
+
+/// Corrupted crossbar cells: no instruction edit repairs them, a crossbar edit does. One
+/// finding, named by the crossbar repair, whose top suspect is the `mvmul` that reads the
+/// corrupted array.
+#[test]
+fn transposed_cells_are_one_finding_named_by_the_crossbar_repair() {
+    assert_eq!(
+        hunt_class(BugClass::TransposedCells),
+        [("mismatch: crossbar cells transposed".to_string(), true)]
+    );
+}
+
+#[test]
+fn a_compiler_with_two_bugs_yields_both() {
+    let two = TwoBugs::new(BugClass::ShortInputLoad, BugClass::ReluOnPartialSum);
+    let r = mini_hunt(
+        &two,
+        &GenConfig::default(),
+        SEED,
+        CASES,
+        Budget::TRIAGE_RUNS,
+    );
+    let sigs: Vec<String> = r
+        .findings
+        .iter()
+        .map(|f| f.triaged.signature.to_string())
+        .collect();
+    assert!(sigs.contains(&"mismatch: ld size".to_string()), "{sigs:?}");
+    assert!(
+        sigs.contains(&"mismatch: mvmul relu".to_string()),
+        "{sigs:?}"
+    );
+}
+
+#[test]
+fn a_correct_compiler_yields_nothing() {
+    let r = mini_hunt(
+        &RunConfig::default(),
+        &GenConfig::default(),
+        SEED,
+        CASES,
+        Budget::TRIAGE_RUNS,
+    );
+    assert_eq!((r.failing, r.findings.len()), (0, 0));
+}
+
+#[test]
+fn suspects_serialize_as_finding_json_lists_them() {
+    let s = Suspect {
+        core: 0,
+        pc: 7,
+        op: "mvmul".into(),
+        why: "w".into(),
+        fix: Some("relu=0".into()),
+    };
+    assert_eq!(
+        serde_json::to_string(&s).unwrap(),
+        r#"{"core":0,"pc":7,"op":"mvmul","why":"w","fix":"relu=0"}"#
+    );
+    let none = Suspect { fix: None, ..s };
+    let text = serde_json::to_string(&none).unwrap();
+    assert_eq!(
+        text,
+        r#"{"core":0,"pc":7,"op":"mvmul","why":"w","fix":null}"#
+    );
+    assert_eq!(serde_json::from_str::<Suspect>(&text).unwrap(), none);
+    assert!(serde_json::from_str::<Suspect>(
+        r#"{"core":0,"pc":7,"op":"x","why":"w","fix":null,"extra":1}"#
+    )
+    .is_err());
+}
+
+/// The exact suspects and report section of one small minimized case.
+#[test]
+fn suspects_of_a_minimized_store_off_by_one() {
+    let found = first_detection(BugClass::StoreOffByOne, &GenConfig::default(), 0, 2_000).unwrap();
+    let cfg = RunConfig::with_compiler(CompilerUnderTest::Mutated(
+        BugClass::StoreOffByOne,
+        pimdiff_compiler::Lowering::Channel,
+    ));
+    let t = triage(
+        &found.case,
+        &cfg,
+        &Budget::new(Budget::TRIAGE_RUNS, Duration::from_secs(600)),
+        &AtomicBool::new(false),
+    );
+    assert_eq!(t.signature.to_string(), "mismatch: st offset");
+    assert!(t.localized && !t.cut_short);
+    insta::assert_snapshot!(serde_json::to_string_pretty(&t.suspects).unwrap());
+    let result = check_case(&t.case, &cfg);
+    insta::assert_snapshot!(pimdiff::triage::suspects_section(&t.case, &result, &cfg));
+}
+
+#[test]
+fn a_passing_case_comes_back_unchanged() {
+    let case = pimdiff::generate::plain_case();
+    let t = triage(
+        &case,
+        &RunConfig::default(),
+        &Budget::new(100, Duration::from_secs(10)),
+        &AtomicBool::new(false),
+    );
+    assert_eq!(t.signature.to_string(), "pass");
+    assert!(!t.localized && t.suspects.is_empty());
+    assert_eq!((t.minimization.tried, t.minimization.kept), (0, 0));
+    assert_eq!(t.case.input, case.input);
+}
+
+#[test]
+fn a_cancelled_triage_stops_at_once_and_says_so() {
+    let found = first_detection(BugClass::MissingBias, &GenConfig::default(), 0, 2_000).unwrap();
+    let cfg = RunConfig::with_compiler(CompilerUnderTest::Mutated(
+        BugClass::MissingBias,
+        pimdiff_compiler::Lowering::Channel,
+    ));
+    let t = triage(
+        &found.case,
+        &cfg,
+        &Budget::new(Budget::TRIAGE_RUNS, Duration::from_secs(600)),
+        &AtomicBool::new(true),
+    );
+    assert!(t.cut_short);
+    assert_eq!(t.minimization.kept, 0);
+    assert_eq!(t.result.outcome.kind(), "mismatch");
+}
+
+#[test]
+fn a_spent_budget_stops_at_once_and_says_so() {
+    let found = first_detection(BugClass::StoreOffByOne, &GenConfig::default(), 0, 2_000).unwrap();
+    let cfg = RunConfig::with_compiler(CompilerUnderTest::Mutated(
+        BugClass::StoreOffByOne,
+        pimdiff_compiler::Lowering::Channel,
+    ));
+    let t = triage(
+        &found.case,
+        &cfg,
+        &Budget::new(0, Duration::from_secs(600)),
+        &AtomicBool::new(false),
+    );
+    assert!(t.cut_short);
+    assert_eq!((t.minimization.tried, t.minimization.kept), (0, 0));
+    // Nothing was localized: the finding falls back to its shape.
+    assert!(!t.localized);
+    assert_eq!(t.result.outcome.kind(), "mismatch");
+}
