@@ -167,14 +167,9 @@ fn a_clean_hunt_exits_0_and_a_buggy_one_exits_1_with_reproducible_findings() {
             first.display()
         );
     }
-    // With the same injected bug the finding reproduces; with the correct compiler it passes
-    // and repro says the compiler differs.
-    let o = pimdiff(&[
-        "repro",
-        first.to_str().unwrap(),
-        "--inject-bug",
-        "wrong-send-size",
-    ]);
+    // The directory alone reproduces it (finding.json records the injected bug); with
+    // another compiler it passes and repro says the compiler differs.
+    let o = pimdiff(&["repro", first.to_str().unwrap()]);
     let out = String::from_utf8_lossy(&o.stdout).into_owned();
     assert_eq!(o.status.code(), Some(1), "{out}");
     // The saved case shows its own outcome signature again (the finding's signature is the
@@ -183,7 +178,11 @@ fn a_clean_hunt_exits_0_and_a_buggy_one_exits_1_with_reproducible_findings() {
         out.contains("expectation: signature: ") && out.contains("(met)"),
         "{out}"
     );
-    let o = pimdiff(&["repro", first.to_str().unwrap()]);
+    let correct = format!(
+        "{} compile {{case}} -o {{out}}",
+        env!("CARGO_BIN_EXE_pimdiff")
+    );
+    let o = pimdiff(&["repro", first.to_str().unwrap(), "--compiler-cmd", &correct]);
     let out = String::from_utf8_lossy(&o.stdout).into_owned();
     assert_eq!(o.status.code(), Some(0), "{out}");
     assert!(
@@ -622,4 +621,56 @@ fn injected_races_are_race_findings_minimized_with_the_race_in_the_report() {
         let report = fs::read_to_string(out.join(&f.dir).join("report.md")).unwrap();
         assert!(report.contains("data race on gmem"), "{bug}: {report}");
     }
+}
+
+#[test]
+fn overlapping_stores_are_found_by_schedule_exploration_alone_and_repro_replays_the_schedule() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("h");
+    let o = pimdiff(&[
+        "hunt",
+        "--inject-bug",
+        "overlapping-stores",
+        "--no-race-check",
+        "--schedules",
+        "8",
+        "--seed",
+        "1",
+        "--cases",
+        "600",
+        "--jobs",
+        "2",
+        "--out",
+        out.to_str().unwrap(),
+        "--quiet",
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{o:?}");
+    let s = summary(&out);
+    assert_eq!(s.findings.len(), 1, "{:?}", s.findings);
+    let f = &s.findings[0];
+    assert!(
+        f.signature.starts_with("schedule-dependent: "),
+        "{}",
+        f.signature
+    );
+    let dir = out.join(&f.dir);
+    let meta: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(dir.join("finding.json")).unwrap()).unwrap();
+    let schedule = meta["schedule"].as_str().expect("the schedule is recorded");
+    assert!(schedule.starts_with("pct:"), "{schedule}");
+    assert_eq!(meta["injected_bug"], "overlapping-stores");
+    // Replayed with nothing but the directory: the recorded bug and schedule are used, and the
+    // same schedule ends differently again, exactly as recorded.
+    let o = pimdiff(&["repro", dir.to_str().unwrap(), "--no-race-check"]);
+    assert_eq!(o.status.code(), Some(1), "{o:?}");
+    let text = String::from_utf8(o.stdout).unwrap();
+    assert!(
+        text.contains(&format!("outcome: schedule-dependent under {schedule}:")),
+        "{text}"
+    );
+    assert!(text.contains("(met)"), "{text}");
+    assert!(
+        !text.contains("recorded with a different compiler"),
+        "{text}"
+    );
 }

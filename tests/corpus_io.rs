@@ -212,6 +212,7 @@ fn a_saved_finding_round_trips() {
         }),
         generator: serde_json::json!({}),
         schedule: None,
+        injected_bug: None,
         minimization: Some(MinimizationStats {
             tried: 5,
             kept: 2,

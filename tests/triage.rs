@@ -124,29 +124,40 @@ fn recv_from_the_wrong_core_is_named_by_its_recv() {
 }
 
 #[test]
-fn padding_off_by_one_is_a_store_repair_and_one_unlocalized_finding() {
-    // On small cases a window one row off is an output one element off: a store repair.
-    // Elsewhere no single edit repairs it.
-    // FIXME: the unlocalized finding has no suspect; a data-flow slice would rank the loads.
-    let found = hunt_class(BugClass::PaddingOffByOne);
+fn padding_off_by_one_is_one_finding_named_by_what_the_program_computed() {
+    // A window one row off rewrites every load of the shifted windows: no single edit
+    // repairs most cases, but every wrong output is exactly the convolution with its padding
+    // moved by one. On 1×1 kernels a store one element off computes the same: those cases
+    // are ambiguous and join this finding.
     assert_eq!(
-        found,
-        [
-            ("mismatch: st offset".to_string(), true),
-            ("mismatch: channels all, batch all".to_string(), false)
-        ]
+        hunt_class(BugClass::PaddingOffByOne),
+        [(
+            "mismatch: computes the convolution with its padding moved by one".to_string(),
+            true
+        )]
     );
 }
 
 #[test]
-fn missing_relu_is_the_flag_or_the_vrelu() {
-    // Fused into `mvmul` (one partial sum) or a `vrelu` before the store: two repairs.
+fn missing_relu_is_one_finding_whether_the_flag_or_the_vrelu_is_missing() {
+    // Fused into `mvmul` (one partial sum) or a `vrelu` before the store: two different
+    // repairs, one thing computed.
     assert_eq!(
         hunt_class(BugClass::MissingRelu),
-        [
-            ("mismatch: missing vrelu".to_string(), true),
-            ("mismatch: mvmul relu".to_string(), true)
-        ]
+        [(
+            "mismatch: computes the operation with its ReLU toggled".to_string(),
+            true
+        )]
+    );
+}
+
+#[test]
+fn a_missing_wait_is_one_finding_named_by_the_wait_it_left_out() {
+    // The reducer's waits become `nop`s: wrong sums, races and (when the acknowledgements
+    // pile up) deadlocks, all repaired by restoring the wait in every round.
+    assert_eq!(
+        hunt_class(BugClass::MissingWait),
+        [("mismatch: missing wait".to_string(), true)]
     );
 }
 
@@ -222,12 +233,16 @@ fn suspects_serialize_as_finding_json_lists_them() {
         op: "mvmul".into(),
         why: "w".into(),
         fix: Some("relu=0".into()),
+        emitted_by: None,
     };
     assert_eq!(
         serde_json::to_string(&s).unwrap(),
         r#"{"core":0,"pc":7,"op":"mvmul","why":"w","fix":"relu=0"}"#
     );
-    let none = Suspect { fix: None, ..s };
+    let none = Suspect {
+        fix: None,
+        ..s.clone()
+    };
     let text = serde_json::to_string(&none).unwrap();
     assert_eq!(
         text,

@@ -186,6 +186,7 @@ fn save(
         minimization: stats,
         suspects: Vec::new(),
         schedule: result.outcome.schedule().map(str::to_string),
+        injected_bug: None,
     };
     save_finding(
         &args.out_dir,

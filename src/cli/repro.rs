@@ -166,6 +166,16 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
     if args.compiler.lowering.is_some() {
         entry.lowering = args.compiler.lowering;
     }
+    // A finding's recorded `--inject-bug` says how it was found (a curated entry's
+    // `expect.json` mutation is its purpose, and stays): an explicit compiler choice wins.
+    let curated = entry
+        .meta
+        .expect_file
+        .as_ref()
+        .is_some_and(|e| e.mutation.is_some());
+    if !curated && (args.compiler.compiler_cmd.is_some() || args.compiler.inject_bug.is_some()) {
+        entry.mutation = args.compiler.inject_bug;
+    }
     let base = args.compiler.run_config();
     let checked = check_entry(&entry, &base);
     print!("{}", render(&entry, &checked));

@@ -36,6 +36,24 @@ pub enum CompilerUnderTest {
     Mutated(BugClass, Lowering),
 }
 
+impl CompilerUnderTest {
+    /// Which stage and function of the in-repo compiler emitted each instruction of `case`'s
+    /// program, for the in-repo compiler and its injected-bug variants (for an injected bug:
+    /// of the program before the bug was injected); `None` for an external compiler or a
+    /// case the compiler declines.
+    pub fn provenance(&self, case: &Case) -> Option<pimdiff_compiler::Provenance> {
+        let options = match self {
+            CompilerUnderTest::InRepo(options) => *options,
+            CompilerUnderTest::Mutated(bug, lowering) => mutated::options_for(*bug, *lowering),
+            CompilerUnderTest::External { .. } => return None,
+        };
+        std::panic::catch_unwind(|| pimdiff_compiler::compile_with_provenance(case, &options))
+            .ok()?
+            .ok()
+            .map(|(_, provenance)| provenance)
+    }
+}
+
 impl Default for CompilerUnderTest {
     fn default() -> Self {
         CompilerUnderTest::InRepo(CompileOptions::default())

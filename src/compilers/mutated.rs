@@ -170,6 +170,20 @@ impl fmt::Display for BugClass {
     }
 }
 
+/// The options the in-repo compiler runs with under `bug`: `lowering`, and the GMem reduction
+/// for a race class (its sites are there only).
+pub fn options_for(bug: BugClass, lowering: Lowering) -> CompileOptions {
+    CompileOptions {
+        lowering,
+        reduction: if BugClass::RACES.contains(&bug) {
+            Reduction::Gmem
+        } else {
+            Reduction::Noc
+        },
+        ..CompileOptions::default()
+    }
+}
+
 /// Compiles `case` with the in-repo compiler (default options, `lowering`) and injects `bug`.
 /// Compiler failures are reported as by [`in_repo::compile`].
 pub fn compile_mutated(
@@ -177,16 +191,7 @@ pub fn compile_mutated(
     lowering: Lowering,
     case: &Case,
 ) -> Result<Bundle, CompileFailure> {
-    let options = CompileOptions {
-        lowering,
-        // A race class has its sites in the GMem reduction only.
-        reduction: if BugClass::RACES.contains(&bug) {
-            Reduction::Gmem
-        } else {
-            Reduction::Noc
-        },
-        ..CompileOptions::default()
-    };
+    let options = options_for(bug, lowering);
     if bug == BugClass::PaddingOffByOne {
         if let Some(shifted) = shifted_padding(case) {
             // Only the program and crossbars come from the shifted case; the manifest's shapes

@@ -86,6 +86,10 @@ pub struct FindingMeta {
     /// ended differently; `repro` and `replay` run it again under it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub schedule: Option<String>,
+    /// The injected miscompilation (`--inject-bug` name) of the hunt that found it, so that
+    /// `repro` and `replay` compile the case the same way (as `expect.json`'s `mutation`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub injected_bug: Option<String>,
 }
 
 /// `expect.json`: a hand-made regression entry's expectation.
@@ -133,11 +137,16 @@ impl EntryMeta {
             .or(self.finding.as_ref().and_then(|f| f.lowering))
     }
 
-    /// The injected mutation the entry needs, if any.
+    /// The injected mutation the entry needs, if any: `expect.json`'s, else the bug the
+    /// finding was found with.
     pub fn mutation(&self) -> Option<&str> {
         self.expect_file
             .as_ref()
             .and_then(|e| e.mutation.as_deref())
+            .or(self
+                .finding
+                .as_ref()
+                .and_then(|f| f.injected_bug.as_deref()))
     }
 }
 

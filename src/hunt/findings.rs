@@ -23,6 +23,7 @@ use super::config::HuntError;
 use super::plan::case_seed;
 use crate::check::watchdog::{stage_limit, timeout_outcome};
 use crate::check::{check_case_within, CaseResult, RunConfig, Signature, Stage};
+use crate::compilers::CompilerUnderTest;
 use crate::corpus::{self, FindingMeta, MinimizationStats, Origin};
 use crate::generate::{case_from_seed, GenConfig};
 use crate::triage::report::{render_report_with, Suspects};
@@ -106,6 +107,12 @@ impl Context {
             ),
             compiler: self.run.describe_compiler(),
             lowering: self.run.lowering_choice(),
+            injected_bug: match (&self.run.compiler, &self.run.second) {
+                // One version: replaying it needs the bug. (An N-version hunt's bug may sit in
+                // either lowering; its finding records the compilers in words only.)
+                (CompilerUnderTest::Mutated(bug, _), None) => Some(bug.name().to_string()),
+                _ => None,
+            },
             pimdiff_version: env!("CARGO_PKG_VERSION").to_string(),
             origin: Some(Origin {
                 hunt_seed: self.seed,

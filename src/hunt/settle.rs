@@ -1,8 +1,9 @@
 //! Phases 2 and 3 of a hunt: from the sweep's buckets to findings on disk.
 //!
-//! Buckets (one per cheap key, each with its lowest index) are merged by their cause; one
-//! representative per cause — the bucket with the lowest index — is triaged; representatives
-//! whose final signatures are equal are one finding. Every decision is made in index order,
+//! Buckets (one per cheap key, each with its lowest index) are merged by their cause (see
+//! `triage::grouping`: ambiguous buckets join the cause one of their explanations signs);
+//! one representative per cause is triaged; representatives whose final causes merge are one
+//! finding. Every decision is made in index order,
 //! so the findings do not depend on thread timing. Timeouts are neither rerun nor minimized:
 //! each rerun of a hung case would cost a thread and the full timeout.
 
@@ -21,12 +22,14 @@ use super::sweep::Sweep;
 use crate::check::{check_case, Signature};
 use crate::corpus::{self, MinimizationStats};
 use crate::shrink::case_size;
-use crate::triage::{self, Budget, Triaged};
+use crate::triage::grouping::{final_cause, group_by_cause, merge_key, Group};
+use crate::triage::{self, Budget, Cause, Triaged};
 
 /// One finding being assembled: its final signature, its buckets (indices into the sweep's
 /// firsts, ascending) and the triage of its representative, when there is one.
 struct Final {
     signature: Signature,
+    localized: bool,
     buckets: Vec<usize>,
     triaged: Option<Triaged>,
 }
@@ -50,20 +53,18 @@ pub(super) fn settle(
         );
     }
     let causes = causes(cfg, ctx, jobs, &should_end, swept);
-    // Cause → its buckets, ascending; the first is the representative.
-    let mut groups: BTreeMap<Signature, Vec<usize>> = BTreeMap::new();
-    for (b, cause) in causes.into_iter().enumerate() {
-        groups.entry(cause).or_default().push(b);
-    }
-    let mut reps: Vec<(Signature, Vec<usize>)> = groups.into_iter().collect();
-    reps.sort_by_key(|(_, buckets)| buckets[0]);
-    let triaged = triage_all(cfg, ctx, jobs, clock, &should_end, swept, &reps);
+    let groups = group_by_cause(&causes);
+    let triaged = triage_all(cfg, ctx, jobs, clock, &should_end, swept, &groups);
     let mut finals: Vec<Final> = Vec::new();
-    for ((cause, buckets), t) in reps.into_iter().zip(triaged) {
-        let signature = t.as_ref().map_or(cause, |t| t.signature.clone());
-        match finals.iter_mut().find(|f| f.signature == signature) {
+    for (g, t) in groups.into_iter().zip(triaged) {
+        let (signature, localized) = final_cause(&g.cause, t.as_ref());
+        let key = merge_key(&signature, localized);
+        match finals
+            .iter_mut()
+            .find(|f| merge_key(&f.signature, f.localized) == key)
+        {
             Some(f) => {
-                f.buckets.extend(buckets);
+                f.buckets.extend(g.buckets);
                 f.buckets.sort_unstable();
                 if f.triaged.is_none() {
                     f.triaged = t;
@@ -71,7 +72,8 @@ pub(super) fn settle(
             }
             None => finals.push(Final {
                 signature,
-                buckets,
+                localized,
+                buckets: g.buckets,
                 triaged: t,
             }),
         }
@@ -96,7 +98,7 @@ fn causes(
     jobs: usize,
     should_end: &dyn Fn() -> bool,
     swept: &Sweep<Signature>,
-) -> Vec<Signature> {
+) -> Vec<Cause> {
     let items: Vec<(u64, Signature)> = swept
         .firsts
         .iter()
@@ -126,13 +128,15 @@ fn causes(
         .firsts
         .iter()
         .map(|f| {
+            let key = || Cause {
+                signature: f.signature.clone(),
+                localized: false,
+                also: Vec::new(),
+            };
             if f.signature.kind == "timeout" {
-                f.signature.clone()
+                key()
             } else {
-                found
-                    .next()
-                    .flatten()
-                    .unwrap_or_else(|| f.signature.clone())
+                found.next().flatten().unwrap_or_else(key)
             }
         })
         .collect()
@@ -147,13 +151,13 @@ fn triage_all(
     clock: &Timeline,
     should_end: &dyn Fn() -> bool,
     swept: &Sweep<Signature>,
-    reps: &[(Signature, Vec<usize>)],
+    reps: &[Group],
 ) -> Vec<Option<Triaged>> {
     let items: Vec<(usize, u64)> = reps
         .iter()
         .enumerate()
-        .filter(|(_, (cause, _))| cause.kind != "timeout")
-        .map(|(i, (_, buckets))| (i, swept.firsts[buckets[0]].index))
+        .filter(|(_, g)| g.cause.signature.kind != "timeout")
+        .map(|(i, g)| (i, swept.firsts[g.representative].index))
         .collect();
     let which: Vec<usize> = items.iter().map(|&(i, _)| i).collect();
     let cancel = Arc::new(AtomicBool::new(false));

@@ -2,6 +2,13 @@
 //!
 //! In order of preference:
 //!
+//! 0. **A nearby specification** (`mismatch: computes the convolution with its padding moved
+//!    by one`): the wrong output is exactly the oracle's output of the case with one attribute
+//!    changed, on every probe (see `variants`). It names what the compiler computed, in the
+//!    user's terms and for any compiler, and it holds for every case of a bug that rewrites
+//!    many instructions at once (a window one row off), where single-instruction repairs
+//!    explain some cases and not others. Not when the program also loads global memory that
+//!    nothing initialises: data missing from the hand-over (2. below) is the more direct cause.
 //! 1. **A repair**: when one catalog edit makes the output equal to the oracle's, the cause
 //!    is the edited opcode and field (`mismatch: st offset`, `deadlock: recv core`). It names
 //!    the root cause rather than the symptom: a `recv` from the wrong core deadlocks on four
@@ -11,7 +18,8 @@
 //!    (`mismatch: crossbar cells transposed`; see `crossbar_repairs`).
 //! 2. **A load of uninitialised global memory** (`mismatch: ld of uninitialised global
 //!    memory`): data the compiler never handed over, e.g. a constant segment missing from the
-//!    io manifest (see `uninit`).
+//!    io manifest (see `uninit`). The same for an uninitialized-read finding (the output
+//!    happened to be right): one cause, whichever way it showed.
 //! 3. **A fault**: the faulting opcode and the fault kind (`fault: recv: SizeMismatch`), from
 //!    the interpreter's structured fault.
 //! 4. **A deadlock**: the shape of the wait graph, without core numbers (`deadlock: recv →
@@ -24,57 +32,112 @@ use pimdiff_isa::machine::{DeadlockReport, RunOutcome, WaitingFor};
 use super::localize::Localization;
 use crate::check::outcome::{MismatchWhat, Outcome, Signature};
 
-/// The cause signature of a failing run, and whether it is localized (not the shape).
-/// `end` is the run's structured end (see `machine::run_structured`), when available.
+/// A failing run's cause: its signature, whether it is localized (not the shape), and the
+/// other explanations that hold for the same run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Cause {
+    /// The preferred explanation (see the module docs), or the shape.
+    pub signature: Signature,
+    /// Whether [`Cause::signature`] is a localized cause.
+    pub localized: bool,
+    /// Details of the other explanations that hold (a store one element off and a window
+    /// one column off compute the same output on a 1×1 kernel): such a run is *ambiguous*,
+    /// and the hunt files it under a finding that one of them signs on its own (see
+    /// [`Cause::explains_like`]).
+    pub also: Vec<String>,
+}
+
+impl Cause {
+    /// Whether this run is explained by `other`'s cause (its signature's detail is this run's
+    /// detail or one of its alternatives). The outcome kind does not matter: a store one
+    /// element off is one bug whether a run shows it as a wrong output or as a race.
+    pub fn explains_like(&self, other: &Signature) -> bool {
+        self.localized
+            && (self.signature.detail == other.detail || self.also.contains(&other.detail))
+    }
+
+    /// The key findings are merged on: the detail alone when localized (see
+    /// [`Cause::explains_like`]), else the whole shape signature.
+    pub fn merge_key(&self) -> (String, String) {
+        let kind = if self.localized {
+            String::new()
+        } else {
+            self.signature.kind.clone()
+        };
+        (kind, self.signature.detail.clone())
+    }
+}
+
+/// Most explanations a cause keeps (its signature and alternatives).
+const MAX_EXPLANATIONS: usize = 4;
+
+/// The cause of a failing run. `end` is the run's structured end (see
+/// `machine::run_structured`), when available.
 pub(crate) fn signature_of(
     outcome: &Outcome,
     loc: &Localization,
     end: Option<&RunOutcome>,
-) -> (Signature, bool) {
+) -> Cause {
     let kind = outcome.kind().to_string();
-    if let Some(best) = loc.cause_repair() {
-        return (
-            Signature {
-                kind,
-                detail: best.label(),
-            },
-            true,
+    let wrong_data = matches!(
+        outcome,
+        Outcome::Mismatch(_) | Outcome::UninitializedRead { .. }
+    );
+    // Every repair that names a cause, best first: a store one element off that makes two
+    // cores' stores overlap is repaired by moving the store or by shortening it.
+    let repairs: Vec<String> = if loc.cause_repair().is_some() {
+        loc.repairs_ranked()
+            .into_iter()
+            .map(|f| f.label())
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let mut explanations: Vec<String> = Vec::new();
+    let candidates = loc
+        .variant
+        .filter(|_| loc.uninitialised.is_empty())
+        .map(|v| v.label().to_string())
+        .into_iter()
+        .chain(repairs)
+        .chain(
+            loc.crossbar
+                .filter(|_| loc.input_matters)
+                .map(|r| r.label().to_string()),
+        )
+        .chain(
+            (wrong_data && !loc.uninitialised.is_empty())
+                .then(|| "ld of uninitialised global memory".to_string()),
         );
+    for c in candidates {
+        if !explanations.contains(&c) && explanations.len() < MAX_EXPLANATIONS {
+            explanations.push(c);
+        }
     }
-    if let Some(r) = loc.crossbar.filter(|_| loc.input_matters) {
-        return (
-            Signature {
-                kind,
-                detail: r.label().to_string(),
-            },
-            true,
-        );
-    }
-    if matches!(outcome, Outcome::Mismatch(_)) && !loc.uninitialised.is_empty() {
-        return (
-            Signature {
-                kind,
-                detail: "ld of uninitialised global memory".to_string(),
-            },
-            true,
-        );
+    let localized = |detail: String, also: Vec<String>| Cause {
+        signature: Signature {
+            kind: kind.clone(),
+            detail,
+        },
+        localized: true,
+        also,
+    };
+    if let Some((first, rest)) = explanations.split_first() {
+        return localized(first.clone(), rest.to_vec());
     }
     match end {
-        Some(RunOutcome::Fault(f)) if matches!(outcome, Outcome::Fault { .. }) => (
-            Signature {
-                kind,
-                detail: format!("{}: {}", f.inst.opcode().mnemonic(), f.kind.name()),
-            },
-            true,
+        Some(RunOutcome::Fault(f)) if matches!(outcome, Outcome::Fault { .. }) => localized(
+            format!("{}: {}", f.inst.opcode().mnemonic(), f.kind.name()),
+            Vec::new(),
         ),
-        Some(RunOutcome::Deadlock(report)) if matches!(outcome, Outcome::Deadlock { .. }) => (
-            Signature {
-                kind,
-                detail: wait_shape(report),
-            },
-            true,
-        ),
-        _ => (fallback(outcome), false),
+        Some(RunOutcome::Deadlock(report)) if matches!(outcome, Outcome::Deadlock { .. }) => {
+            localized(wait_shape(report), Vec::new())
+        }
+        _ => Cause {
+            signature: fallback(outcome),
+            localized: false,
+            also: Vec::new(),
+        },
     }
 }
 

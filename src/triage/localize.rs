@@ -101,6 +101,9 @@ pub(crate) struct Localization {
     /// A crossbar edit that repairs the output, searched only when no instruction edit does
     /// (see `crossbar_repairs`).
     pub crossbar: Option<super::crossbar_repairs::CellRepair>,
+    /// A nearby specification whose oracle output the wrong output is (see `variants`); only
+    /// for a wrong output, on every probe.
+    pub variant: Option<super::variants::Variant>,
 }
 
 impl Localization {
@@ -196,6 +199,12 @@ pub(crate) fn localize(
     let mut loc = Localization {
         input_matters: super::values::input_matters(failure.oracle, &failure.probes),
         uninitialised: super::uninit::uninitialised_loads(failure.bundle),
+        variant: match (failure.outcome, failure.output) {
+            (Outcome::Mismatch(_), Some(out)) => {
+                super::variants::explain(failure.case, out, &failure.probes)
+            }
+            _ => None,
+        },
         ..Localization::default()
     };
     if !failure.outcome.is_finding() || matches!(failure.outcome, Outcome::CompileError { .. }) {

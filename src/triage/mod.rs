@@ -33,6 +33,7 @@ mod cause;
 pub mod chipmap;
 mod crossbar_repairs;
 pub mod diff;
+pub mod grouping;
 pub mod listing;
 mod localize;
 mod machine;
@@ -43,6 +44,7 @@ mod suspect;
 pub mod tables;
 mod uninit;
 mod values;
+mod variants;
 
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
@@ -50,6 +52,7 @@ use std::time::{Duration, Instant};
 use pimdiff_isa::machine::RunOutcome;
 use pimdiff_oracle::Case;
 
+pub use self::cause::Cause;
 use self::cause::{kind_key, shape, signature_of};
 use self::localize::{localize, rule_helps, Effect, Failure, Limits, Localization, Rule};
 pub use self::suspect::{Suspect, MAX_SUSPECTS};
@@ -108,6 +111,8 @@ pub struct Triaged {
     pub signature: Signature,
     /// Whether [`Triaged::signature`] is a localized cause.
     pub localized: bool,
+    /// The other explanations that hold for the minimized case (see [`Cause::also`]).
+    pub also: Vec<String>,
     /// Ranked suspects, best first (empty when nothing could be localized).
     pub suspects: Vec<Suspect>,
     /// How minimization went.
@@ -148,17 +153,44 @@ pub fn cause(
     cfg: &RunConfig,
     budget: &Budget,
     cancel: &AtomicBool,
-) -> Signature {
+) -> Cause {
     let Some(failure) = failure_of(case, result, cfg) else {
-        return shape_of(result);
+        return Cause {
+            signature: shape_of(result),
+            localized: false,
+            also: Vec::new(),
+        };
     };
     let loc = localize(&failure, cfg, &limits(budget, budget.max_runs), cancel);
     let end = structured_end(case, result, cfg);
-    match signature_of(&result.outcome, &loc, end.as_ref()) {
-        (sig, true) => attributed(sig, result),
+    let found = signature_of(&result.outcome, &loc, end.as_ref());
+    if found.localized {
+        attributed_cause(found, result)
+    } else {
         // Not localized: no evidence that this bucket shares a cause with another, so it
         // keeps its own key (merging by a coarser shape could hide a second bug).
-        (_, false) => shape_of(result),
+        Cause {
+            signature: shape_of(result),
+            localized: false,
+            also: Vec::new(),
+        }
+    }
+}
+
+/// `cause` with the check's N-version attribution on its signature and alternatives.
+fn attributed_cause(cause: Cause, result: &CaseResult) -> Cause {
+    let also = cause
+        .also
+        .into_iter()
+        .map(|detail| {
+            let kind = cause.signature.kind.clone();
+            attributed(Signature { kind, detail }, result).detail
+        })
+        .collect();
+    Cause {
+        signature: attributed(cause.signature, result),
+        localized: cause.localized,
+        also,
     }
 }
 
@@ -220,8 +252,54 @@ pub fn suspects_section(case: &Case, result: &CaseResult, cfg: &RunConfig) -> St
         &AtomicBool::new(false),
     );
     let end = structured_end(case, result, cfg);
-    let suspects = suspect::rank(&loc, end.as_ref(), bundle);
+    let suspects = with_provenance(suspect::rank(&loc, end.as_ref(), bundle), case, result, cfg);
     suspect::render(&suspects, &bundle.program.cores)
+}
+
+/// `suspects` of `result`'s program with the in-repo compiler's provenance, when `cfg`
+/// compiles with it (see `CompilerUnderTest::provenance`); not for an N-version result, whose
+/// program may be the other lowering's.
+fn with_provenance(
+    mut suspects: Vec<Suspect>,
+    case: &Case,
+    result: &CaseResult,
+    cfg: &RunConfig,
+) -> Vec<Suspect> {
+    let Some(bundle) = &result.bundle else {
+        return suspects;
+    };
+    if suspects.is_empty() || result.attribution.is_some() {
+        return suspects;
+    }
+    if let Some(p) = cfg.compiler.provenance(case) {
+        suspect::annotate(&mut suspects, &p, bundle);
+    }
+    suspects
+}
+
+/// The `## What the program computed` section: when the wrong output is exactly the oracle's
+/// output of a nearby specification (see `variants`), says which; empty otherwise (and for
+/// outcomes other than a wrong output).
+pub fn explanation_section(case: &Case, result: &CaseResult, cfg: &RunConfig) -> String {
+    if !matches!(result.outcome, Outcome::Mismatch(_)) {
+        return String::new();
+    }
+    let Some(failure) = failure_of(case, result, cfg) else {
+        return String::new();
+    };
+    let Some(output) = failure.output else {
+        return String::new();
+    };
+    match variants::explain(case, output, &failure.probes) {
+        Some(v) => format!(
+            "## What the program computed\n\nThe machine's output is exactly the oracle's \
+             output of this case {}, on this input and on every probe input: the program \
+             {}.\n\n",
+            v.describe(case),
+            v.label()
+        ),
+        None => String::new(),
+    }
 }
 
 /// The `## Suspects` section of already localized `suspects` of a program `bundle`.
@@ -348,8 +426,9 @@ pub fn triage_with(
         cut_short: shrunk.cut_short || done.loc.cut_short,
         case: done.case,
         result: done.result,
-        signature: done.signature,
-        localized: done.localized,
+        signature: done.cause.signature,
+        localized: done.cause.localized,
+        also: done.cause.also,
         suspects: done.suspects,
     }
 }
@@ -359,8 +438,7 @@ struct Finished {
     case: Case,
     result: CaseResult,
     loc: Localization,
-    signature: Signature,
-    localized: bool,
+    cause: Cause,
     suspects: Vec<Suspect>,
 }
 
@@ -379,10 +457,9 @@ fn finish(
         None => Localization::default(),
     };
     let end = structured_end(case, &result, cfg);
-    let (signature, localized) = signature_of(&result.outcome, &loc, end.as_ref());
-    let signature = attributed(signature, &result);
+    let found = attributed_cause(signature_of(&result.outcome, &loc, end.as_ref()), &result);
     let suspects = match &result.bundle {
-        Some(b) => suspect::rank(&loc, end.as_ref(), b),
+        Some(b) => with_provenance(suspect::rank(&loc, end.as_ref(), b), case, &result, cfg),
         None => Vec::new(),
     };
     let mut case = case.clone();
@@ -392,8 +469,7 @@ fn finish(
         case,
         result,
         loc,
-        signature,
-        localized,
+        cause: found,
         suspects,
     }
 }
@@ -407,6 +483,7 @@ fn unminimized(case: &Case, result: CaseResult, size: u64) -> Triaged {
         signature: shape_of(&result),
         result,
         localized: false,
+        also: Vec::new(),
         suspects: Vec::new(),
         minimization: MinimizationLog {
             tried: 0,
@@ -437,16 +514,29 @@ struct Guard {
     /// Whether a candidate must load global memory nothing initialises, as the start case
     /// does when no edit repairs it.
     uninitialised: bool,
+    /// The kind of nearby specification whose output the start case's wrong output is (see
+    /// `variants`): a candidate must be explained by one of the same kind. It replaces the
+    /// other guards: it is the cause the finding is signed with.
+    variant: Option<variants::Variant>,
 }
 
 impl Guard {
     fn is_empty(&self) -> bool {
-        self.repaired_by.is_empty() && self.residue_of.is_empty() && !self.uninitialised
+        self.repaired_by.is_empty()
+            && self.residue_of.is_empty()
+            && !self.uninitialised
+            && self.variant.is_none()
     }
 }
 
 /// The drift guard of the start case's localization (see [`Guard`]).
 fn guard_of(loc: &Localization) -> Guard {
+    if let Some(v) = loc.variant.filter(|_| loc.uninitialised.is_empty()) {
+        return Guard {
+            variant: Some(v),
+            ..Guard::default()
+        };
+    }
     let distinct = |found: Vec<&localize::Found>| {
         let mut rules: Vec<Rule> = Vec::new();
         for f in found {
@@ -471,6 +561,7 @@ fn guard_of(loc: &Localization) -> Guard {
         uninitialised: repaired_by.is_empty() && !loc.uninitialised.is_empty(),
         repaired_by,
         residue_of,
+        variant: None,
     }
 }
 
@@ -487,6 +578,11 @@ fn representative(
     let Some(f) = failure_of(case, result, cfg) else {
         return false;
     };
+    if let Some(v) = guard.variant {
+        return f
+            .output
+            .is_some_and(|out| variants::explained_alike(v, f.case, out, &f.probes));
+    }
     let repairs = |rule: &Rule| rule_helps(&f, *rule, Effect::Repaired, cfg, GUARD_RUNS);
     (!input_matters || values::input_matters(f.oracle, &f.probes))
         && (guard.repaired_by.is_empty() || guard.repaired_by.iter().any(repairs))

@@ -487,10 +487,13 @@ pub(crate) fn single_edits(cores: &[Vec<Inst>], groups: &[Vec<u32>]) -> Vec<Edit
             restorations: Vec::new(),
         };
         let stores = next_stores(insts);
+        let waits = wait_restorations(cores, c as u32);
         for (pc, inst) in insts.iter().enumerate() {
             ctx.next_store = stores[pc];
             ctx.restorations = if *inst == Inst::Nop {
-                restorations(insts, pc, ctx.ibiw, stores[pc])
+                let mut r = restorations(insts, pc, ctx.ibiw, stores[pc]);
+                r.extend(waits.iter().copied());
+                r
             } else {
                 Vec::new()
             };
@@ -646,6 +649,41 @@ pub(crate) fn restorations(
     out
 }
 
+/// Most `wait` values tried per event register (a reducer waits for its contributors).
+const MAX_WAIT_VALUE: usize = 8;
+
+/// The `wait`s a `nop` of core `core` may have replaced, when a compiler dropped a wait (an
+/// unordered hand-off through global memory): for each event register that other cores
+/// `sync` on this core, a `wait` for each count from 1 to the number of such `sync`s.
+fn wait_restorations(cores: &[Vec<Inst>], core: u32) -> Vec<Inst> {
+    let mut syncs: Vec<(Reg, usize)> = Vec::new();
+    for (c, insts) in cores.iter().enumerate() {
+        if c as u32 == core {
+            continue;
+        }
+        for inst in insts {
+            if let Inst::Sync { event, core: to } = *inst {
+                if to == core {
+                    match syncs.iter_mut().find(|(e, _)| *e == event) {
+                        Some((_, n)) => *n += 1,
+                        None => syncs.push((event, 1)),
+                    }
+                }
+            }
+        }
+    }
+    syncs.sort();
+    syncs
+        .into_iter()
+        .flat_map(|(event, n)| {
+            (1..=n.min(MAX_WAIT_VALUE)).map(move |v| Inst::Wait {
+                event,
+                value: v as i32,
+            })
+        })
+        .collect()
+}
+
 /// For each instruction, the first `st` at or after it.
 fn next_stores(insts: &[Inst]) -> Vec<Option<Inst>> {
     let mut out = vec![None; insts.len()];
@@ -706,6 +744,35 @@ pub(crate) fn class_edits(cores: &[Vec<Inst>]) -> Vec<Edit> {
         }
     }
     out.extend(activation_edits(cores));
+    out.extend(wait_edits(cores));
+    out
+}
+
+/// The core-wide missing waits: every `nop` of a core with two or more replaced by the same
+/// `wait` (see [`wait_restorations`]), as a compiler that drops the wait of every round of a
+/// reduction leaves them.
+fn wait_edits(cores: &[Vec<Inst>]) -> Vec<Edit> {
+    let mut out = Vec::new();
+    for (c, insts) in cores.iter().enumerate() {
+        let sites: Vec<(u32, u32)> = insts
+            .iter()
+            .enumerate()
+            .filter(|(_, i)| **i == Inst::Nop)
+            .map(|(pc, _)| (c as u32, pc as u32))
+            .collect();
+        if sites.len() < 2 {
+            continue;
+        }
+        for wait in wait_restorations(cores, c as u32) {
+            out.push(Edit {
+                opcode: Opcode::Nop,
+                tweak: Tweak::Restore(wait),
+                every: true,
+                sites: sites.clone(),
+                per_site: Vec::new(),
+            });
+        }
+    }
     out
 }
 

@@ -59,6 +59,9 @@ pub fn render_report_with(
     header_section(&mut r, result, cfg);
     case_section(&mut r, case);
     outcome_section(&mut r, case, result);
+    if !matches!(suspects, Suspects::NotYet) {
+        r.push_str(&crate::triage::explanation_section(case, result, cfg));
+    }
     match (suspects, &result.bundle) {
         (Suspects::Localize, _) => r.push_str(&crate::triage::suspects_section(case, result, cfg)),
         (Suspects::Known(list), Some(bundle)) if result.outcome.is_finding() => {

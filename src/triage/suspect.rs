@@ -25,6 +25,10 @@ pub struct Suspect {
     /// The edit that makes the output equal to the oracle's, in assembly operand syntax
     /// (e.g. `relu=0`, `size=16`, `off=4@0b001`, `drop`), when there is one.
     pub fix: Option<String>,
+    /// For the in-repo compiler: the stage and function that emitted the instruction
+    /// (`codegen::transfers`), where the program lines up with the compiler's provenance.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub emitted_by: Option<String>,
 }
 
 /// At most this many suspects are listed.
@@ -60,6 +64,7 @@ pub(crate) fn rank(loc: &Localization, end: Option<&RunOutcome>, bundle: &Bundle
                     r.fix()
                 ),
                 fix: Some(r.fix()),
+                emitted_by: None,
             });
         }
     }
@@ -73,6 +78,7 @@ pub(crate) fn rank(loc: &Localization, end: Option<&RunOutcome>, bundle: &Bundle
                  of the io manifest nor any store initialises"
             ),
             fix: None,
+            emitted_by: None,
         });
     }
     for f in loc.improvements() {
@@ -116,6 +122,7 @@ fn found_suspects(f: &Found, cores: &[Vec<Inst>]) -> Vec<Suspect> {
                 op: op_at(cores, core, pc),
                 why,
                 fix: Some(fix.clone()),
+                emitted_by: None,
             }
         })
         .collect()
@@ -130,6 +137,7 @@ fn end_suspects(end: Option<&RunOutcome>) -> Vec<Suspect> {
             op: f.inst.opcode().mnemonic().to_string(),
             why: format!("it faults: {}", f.kind),
             fix: None,
+            emitted_by: None,
         }],
         Some(RunOutcome::Deadlock(report)) => report
             .blocked
@@ -140,6 +148,7 @@ fn end_suspects(end: Option<&RunOutcome>) -> Vec<Suspect> {
                 op: b.inst.opcode().mnemonic().to_string(),
                 why: format!("blocked in the deadlock: {}", b.waiting),
                 fix: None,
+                emitted_by: None,
             })
             .collect(),
         _ => Vec::new(),
@@ -177,9 +186,13 @@ pub(crate) fn render(suspects: &[Suspect], cores: &[Vec<Inst>]) -> String {
             .fix
             .as_ref()
             .map_or(String::new(), |f| format!(" Fix: `{f}`."));
+        let emitted = s
+            .emitted_by
+            .as_ref()
+            .map_or(String::new(), |e| format!(" Emitted by `{e}`."));
         let _ = writeln!(
             r,
-            "{}. core {}, pc {} (`{}`): {}.{fix}\n",
+            "{}. core {}, pc {} (`{}`): {}.{fix}{emitted}\n",
             i + 1,
             s.core,
             s.pc,
@@ -203,4 +216,30 @@ pub(crate) fn render(suspects: &[Suspect], cores: &[Vec<Inst>]) -> String {
         let _ = writeln!(r, "```\n");
     }
     r
+}
+
+/// Sets each suspect's `emitted_by` from the compiler's `provenance` of the program, when
+/// the program is the one the provenance describes (same number of instructions on every
+/// core: an injected bug that replaces instructions keeps them aligned, one that inserts or
+/// removes them does not, and then nothing is claimed).
+pub(crate) fn annotate(
+    suspects: &mut [Suspect],
+    provenance: &pimdiff_compiler::Provenance,
+    bundle: &Bundle,
+) {
+    let cores = &bundle.program.cores;
+    let aligned = provenance.cores() == cores.len()
+        && cores.iter().enumerate().all(|(c, insts)| {
+            insts.is_empty()
+                || provenance.label(c, insts.len() - 1).is_some()
+                    && provenance.label(c, insts.len()).is_none()
+        });
+    if !aligned {
+        return;
+    }
+    for s in suspects {
+        s.emitted_by = provenance
+            .label(s.core as usize, s.pc as usize)
+            .map(str::to_string);
+    }
 }

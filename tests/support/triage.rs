@@ -14,7 +14,10 @@ use pimdiff::compilers::mutated::{compile_mutated, inject, BugClass};
 use pimdiff::compilers::{in_repo, CompileFailure};
 use pimdiff::generate::{case_from_seed, GenConfig};
 use pimdiff::hunt::case_seed;
-use pimdiff::triage::{cause, pre_signature, triage_with, Budget, Checker, Suspect, Triaged};
+use pimdiff::triage::grouping::{final_cause, group_by_cause, merge_key};
+use pimdiff::triage::{
+    cause, pre_signature, triage_with, Budget, Cause, Checker, Suspect, Triaged,
+};
 use pimdiff_compiler::CompileOptions;
 use pimdiff_isa::bundle::Bundle;
 use pimdiff_isa::inst::MemOp;
@@ -116,7 +119,8 @@ pub struct HuntResult {
 }
 
 /// Cases `0..cases` of hunt seed `seed`, swept with `checker`, bucketed by pre-signature,
-/// buckets merged by cause, one triage per cause, findings merged by final signature.
+/// buckets merged by cause (`triage::grouping`, as a hunt does), one triage per cause,
+/// findings merged by final cause.
 /// Deterministic (`jobs` only changes the speed).
 pub fn mini_hunt<C: Checker + Sync>(
     checker: &C,
@@ -139,60 +143,56 @@ pub fn mini_hunt<C: Checker + Sync>(
         e.0 = e.0.min(*k);
         e.1 += 1;
     }
-    let firsts: Vec<(u64, u64)> = buckets.values().copied().collect();
-    let caused: Vec<(Signature, u64, u64)> = firsts
+    let mut firsts: Vec<(u64, u64)> = buckets.values().copied().collect();
+    firsts.sort_unstable();
+    let caused: Vec<Cause> = firsts
         .par_iter()
-        .map(|&(k, n)| {
+        .map(|&(k, _)| {
             let case = case_from_seed(gen, case_seed(seed, k));
             let result = checker.check(&case);
             let budget = Budget::new(Budget::CAUSE_RUNS, Duration::from_secs(60));
-            let c = cause(&case, &result, checker.run_config(), &budget, &cancel);
-            (c, k, n)
+            cause(&case, &result, checker.run_config(), &budget, &cancel)
         })
         .collect();
-    let mut causes: BTreeMap<Signature, (u64, u64)> = BTreeMap::new();
-    for (c, k, n) in caused {
-        let e = causes.entry(c).or_insert((k, 0));
-        e.0 = e.0.min(k);
-        e.1 += n;
-    }
-    let reps: Vec<(u64, u64)> = causes.values().copied().collect();
-    let triaged: Vec<(Triaged, u64, u64)> = reps
+    let groups = group_by_cause(&caused);
+    let triaged: Vec<Triaged> = groups
         .par_iter()
-        .map(|&(k, n)| {
-            let case = case_from_seed(gen, case_seed(seed, k));
+        .map(|g| {
+            let case = case_from_seed(gen, case_seed(seed, firsts[g.representative].0));
             let budget = Budget::new(triage_budget, Duration::from_secs(120));
-            (triage_with(&case, checker, &budget, &cancel), k, n)
+            triage_with(&case, checker, &budget, &cancel)
         })
         .collect();
-    let mut by_final: BTreeMap<Signature, Finding> = BTreeMap::new();
-    for (t, k, n) in triaged {
-        match by_final.get_mut(&t.signature) {
-            Some(f) => {
+    let mut by_final: Vec<((String, String), Finding)> = Vec::new();
+    for (g, mut t) in groups.iter().zip(triaged) {
+        let (signature, localized) = final_cause(&g.cause, Some(&t));
+        t.signature = signature;
+        t.localized = localized;
+        let key = merge_key(&t.signature, t.localized);
+        let n: u64 = g.buckets.iter().map(|&b| firsts[b].1).sum();
+        let k = firsts[g.buckets[0]].0;
+        match by_final.iter_mut().find(|(fk, _)| *fk == key) {
+            Some((_, f)) => {
                 f.occurrences += n;
-                if k < f.first_index {
-                    f.first_index = k;
-                    f.triaged = t;
-                }
+                f.first_index = f.first_index.min(k);
             }
-            None => {
-                by_final.insert(
-                    t.signature.clone(),
-                    Finding {
-                        triaged: t,
-                        occurrences: n,
-                        first_index: k,
-                    },
-                );
-            }
+            None => by_final.push((
+                key,
+                Finding {
+                    triaged: t,
+                    occurrences: n,
+                    first_index: k,
+                },
+            )),
         }
     }
-    let mut findings: Vec<Finding> = by_final.into_values().collect();
+    let causes = groups.len();
+    let mut findings: Vec<Finding> = by_final.into_iter().map(|(_, f)| f).collect();
     findings.sort_by_key(|f| f.first_index);
     HuntResult {
         failing: swept.len() as u64,
         buckets: buckets.len(),
-        causes: causes.len(),
+        causes,
         findings,
     }
 }

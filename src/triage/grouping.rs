@@ -1,0 +1,221 @@
+//! How failing cases of one hunt merge into findings: by cause, not by symptom.
+//!
+//! Causes are computed per bucket of failing cases (`triage::cause`), in order of first case
+//! index. Localized causes merge whatever the outcome kind (a store one element off is one bug
+//! whether a run shows it as a wrong output or as a race). A case that several explanations fit
+//! (a store one element off and a window one column off compute the same output on a 1×1
+//! kernel) is *ambiguous*: it joins the earliest unambiguous cause that one of its explanations
+//! signs, and ambiguity never merges two unambiguous causes — so a compiler with two bugs still
+//! yields two findings. After triage, a representative whose minimized case is still explained
+//! by its group's cause keeps that cause as its signature.
+
+use super::{Cause, Triaged};
+use crate::check::Signature;
+
+/// Buckets of one root cause: the cause that signs them, the buckets (indices into the
+/// causes given to [`group_by_cause`], ascending) and the one whose case is triaged.
+pub struct Group {
+    pub cause: Cause,
+    pub buckets: Vec<usize>,
+    pub representative: usize,
+}
+
+/// Groups the buckets (in index order) by cause. An ambiguous bucket (several explanations
+/// hold, see [`Cause::also`]) joins the earliest unambiguous bucket that one of its
+/// explanations signs; ambiguity never merges two unambiguous causes. Localized causes
+/// merge whatever the outcome kind. Each group is represented by its earliest unambiguous
+/// bucket (its earliest when all are ambiguous), so that minimization starts from a case
+/// that only its own cause explains.
+pub fn group_by_cause(causes: &[Cause]) -> Vec<Group> {
+    let unambiguous = |c: &Cause| c.localized && c.also.is_empty();
+    let anchors: Vec<&Cause> = causes.iter().filter(|c| unambiguous(c)).collect();
+    let mut groups: Vec<Group> = Vec::new();
+    for (b, own) in causes.iter().enumerate() {
+        let signing = if own.localized && !own.also.is_empty() {
+            anchors
+                .iter()
+                .find(|a| own.explains_like(&a.signature))
+                .copied()
+                .unwrap_or(own)
+        } else {
+            own
+        };
+        let key = signing.merge_key();
+        match groups.iter_mut().find(|g| g.cause.merge_key() == key) {
+            Some(g) => {
+                g.buckets.push(b);
+                if !unambiguous(&causes[g.representative]) && unambiguous(own) {
+                    g.representative = b;
+                }
+            }
+            None => groups.push(Group {
+                cause: signing.clone(),
+                buckets: vec![b],
+                representative: b,
+            }),
+        }
+    }
+    groups
+}
+
+/// The signature of a group once its representative is triaged: the group's cause when
+/// the minimized case is still explained by it (possibly among other explanations, as small
+/// cases often are), else what triage found; the group's cause when triage did not finish.
+pub fn final_cause(group: &Cause, triaged: Option<&Triaged>) -> (Signature, bool) {
+    let Some(t) = triaged else {
+        return (group.signature.clone(), group.localized);
+    };
+    let found = Cause {
+        signature: t.signature.clone(),
+        localized: t.localized,
+        also: t.also.clone(),
+    };
+    if group.localized && found.explains_like(&group.signature) {
+        let signature = Signature {
+            kind: t.signature.kind.clone(),
+            detail: group.signature.detail.clone(),
+        };
+        return (signature, true);
+    }
+    (found.signature, found.localized)
+}
+
+/// The key findings merge on (see [`Cause::merge_key`]).
+pub fn merge_key(signature: &Signature, localized: bool) -> (String, String) {
+    Cause {
+        signature: signature.clone(),
+        localized,
+        also: Vec::new(),
+    }
+    .merge_key()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cause(kind: &str, detail: &str, localized: bool, also: &[&str]) -> Cause {
+        Cause {
+            signature: Signature {
+                kind: kind.to_string(),
+                detail: detail.to_string(),
+            },
+            localized,
+            also: also.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+
+    fn summary(groups: &[Group]) -> Vec<(String, Vec<usize>, usize)> {
+        groups
+            .iter()
+            .map(|g| {
+                (
+                    g.cause.signature.to_string(),
+                    g.buckets.clone(),
+                    g.representative,
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn localized_causes_merge_across_outcome_kinds_and_shapes_do_not() {
+        let causes = [
+            cause("mismatch", "st offset", true, &[]),
+            cause("race", "st offset", true, &[]),
+            cause("mismatch", "channels all, batch all", false, &[]),
+            cause("race", "channels all, batch all", false, &[]),
+        ];
+        assert_eq!(
+            summary(&group_by_cause(&causes)),
+            [
+                ("mismatch: st offset".to_string(), vec![0, 1], 0),
+                ("mismatch: channels all, batch all".to_string(), vec![2], 2),
+                ("race: channels all, batch all".to_string(), vec![3], 3),
+            ]
+        );
+    }
+
+    #[test]
+    fn an_ambiguous_case_joins_the_first_cause_it_shares_and_is_not_the_representative() {
+        let causes = [
+            cause("mismatch", "padding moved", true, &["st offset"]),
+            cause("mismatch", "padding moved", true, &[]),
+            cause("mismatch", "st offset", true, &[]),
+        ];
+        // Bucket 0 could be either; the earliest unambiguous cause it shares is bucket 1's.
+        // Two unambiguous causes stay two findings.
+        assert_eq!(
+            summary(&group_by_cause(&causes)),
+            [
+                ("mismatch: padding moved".to_string(), vec![0, 1], 1),
+                ("mismatch: st offset".to_string(), vec![2], 2),
+            ]
+        );
+    }
+
+    #[test]
+    fn an_ambiguous_case_alone_keeps_its_preferred_cause() {
+        let causes = [cause("mismatch", "padding moved", true, &["st offset"])];
+        assert_eq!(
+            summary(&group_by_cause(&causes)),
+            [("mismatch: padding moved".to_string(), vec![0], 0)]
+        );
+    }
+
+    #[test]
+    fn a_minimized_case_keeps_its_groups_cause_while_that_still_explains_it() {
+        let group = cause("mismatch", "padding moved", true, &[]);
+        let also = |also: &[&str], detail: &str| {
+            let found = cause("mismatch", detail, true, also);
+            (found.signature.clone(), found.localized, found.also)
+        };
+        let (sig, localized, also_list) = also(&["padding moved"], "st offset");
+        let t = Triaged {
+            signature: sig,
+            localized,
+            also: also_list,
+            ..dummy_triaged()
+        };
+        assert_eq!(
+            final_cause(&group, Some(&t)).0.to_string(),
+            "mismatch: padding moved"
+        );
+        let (sig, localized, also_list) = also(&[], "st offset");
+        let t = Triaged {
+            signature: sig,
+            localized,
+            also: also_list,
+            ..dummy_triaged()
+        };
+        assert_eq!(
+            final_cause(&group, Some(&t)).0.to_string(),
+            "mismatch: st offset"
+        );
+        assert_eq!(final_cause(&group, None), (group.signature.clone(), true));
+    }
+
+    fn dummy_triaged() -> Triaged {
+        let case = crate::generate::case_from_seed(&crate::generate::GenConfig::default(), 1);
+        let result = crate::check::check_case(&case, &crate::check::RunConfig::default());
+        Triaged {
+            case,
+            result,
+            signature: Signature {
+                kind: String::new(),
+                detail: String::new(),
+            },
+            localized: false,
+            also: Vec::new(),
+            suspects: Vec::new(),
+            minimization: super::super::MinimizationLog {
+                tried: 0,
+                kept: 0,
+                original_size: 0,
+                minimized_size: 0,
+                log: Vec::new(),
+            },
+            cut_short: false,
+        }
+    }
+}
