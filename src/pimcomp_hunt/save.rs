@@ -161,7 +161,7 @@ pub fn save_final(
     let dir = AtomicDir::create(&dest)?;
     let root = dir.path().to_path_buf();
     let pin = pin_time(r.case_seed);
-    let reproduced = r.outcome.signature.as_deref() == Some(r.signature.as_str());
+    let reproduced = r.outcome.has(&r.signature);
     let model = r.minimized.to_model_json().unwrap_or_default();
     write(&root.join("model.json"), model.as_bytes())?;
     let original = r.original.to_model_json().unwrap_or_default();
@@ -196,12 +196,15 @@ pub fn save_final(
         std::fs::create_dir_all(&compiler).map_err(io_err(&compiler))?;
         write(&compiler.join("stdout.txt"), run.stdout.as_bytes())?;
         write(&compiler.join("stderr.txt"), run.stderr.as_bytes())?;
-        for f in [run.program(), run.table()].into_iter().flatten() {
+        let raised = run
+            .checked_program()
+            .filter(|p| Some(p) != run.program().as_ref());
+        for f in [run.program(), raised, run.table()].into_iter().flatten() {
             if let Some(n) = f.file_name() {
                 std::fs::copy(&f, compiler.join(n)).map_err(io_err(&f))?;
             }
         }
-        if let (Some(p), Some(t)) = (run.program(), run.table()) {
+        if let (Some(p), Some(t)) = (run.checked_program(), run.table()) {
             checked = write_check(&p, &t, r.case_seed, &root.join("check"));
         }
     }
