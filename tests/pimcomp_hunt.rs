@@ -318,3 +318,32 @@ fn recorded_k1_minimizes_to_the_same_network() {
     assert_eq!(census.core_cnt, 3);
     assert!(!census.beyond());
 }
+
+/// X1 (element mode drops the last node's fused ReLU), found by the cross-mode check: the
+/// recorded batch and element compiles of its minimized network (input and one CONV with a
+/// fused ReLU) are each exact against their own pipeline's reference, yet differ.
+#[test]
+fn recorded_x1_is_a_cross_mode_finding() {
+    let f = recorded("x1-cross-mode");
+    assert_eq!(f.minimized.size(), (2, 6, 3));
+    let ctx = replay_context();
+    let (outcomes, cross) = ctx.run_pipelines(
+        &f.minimized,
+        f.case_seed,
+        &[Pipeline::Batch, Pipeline::Element],
+        false,
+    );
+    let kinds: Vec<&str> = outcomes.iter().map(|(o, _)| o.kind).collect();
+    assert_eq!(kinds, ["pass", "pass"]);
+    let cross = cross.expect("a cross-mode finding");
+    assert_eq!(cross.kind, "cross-mode");
+    assert_eq!(cross.signature.as_deref(), Some(f.signature.as_str()));
+    assert_eq!(
+        cross.detail,
+        "node 1 (conv2, OP_CONV): 2 of 6 elements both pipelines observed differ (batch exact, \
+         element exact; their references differ)"
+    );
+    // One pipeline alone has nothing to compare with.
+    let (_, alone) = ctx.run_pipelines(&f.minimized, f.case_seed, &[Pipeline::Element], false);
+    assert!(alone.is_none());
+}
