@@ -293,7 +293,21 @@ fn render_report(f: &PimcompFinding, r: &FindingRecord, checked: bool) -> String
             r.outcome.signature.as_deref().unwrap_or(r.outcome.kind)
         ));
     }
-    s.push_str("\n## Reproduce\n\n```sh\nsh repro.sh\n```\n\n## Minimized network\n\n```\n");
+    s.push_str("\n## Reproduce\n\n```sh\nsh repro.sh\n```\n");
+    if r.outcome.signatures().any(|g| g.starts_with("core-count/")) {
+        s.push_str(
+            "\nThe program names a core beyond its `core_cnt`, so `pimdiff pimcomp` refuses it \
+             (that refusal reproduces the finding); the hunt checked the numerics on \
+             `compiler/SimulationInfo-core_cnt.gz`, the same program with `core_cnt` raised.\n",
+        );
+    }
+    if f.signature.starts_with("cross-mode/") {
+        s.push_str(
+            "\n`repro.sh` recompiles and checks the element program; compile the same model \
+             with `-p=batch` (same pinned time) and compare the two checks' node outputs.\n",
+        );
+    }
+    s.push_str("\n## Minimized network\n\n```\n");
     s.push_str(&r.minimized.to_string());
     s.push_str("```\n");
     if !r.outcome.frames.is_empty() {
