@@ -308,6 +308,11 @@ fn recorded_k1_minimizes_to_the_same_network() {
          core_cnt raised to 3 the numerics check says unsupported: no node could be compared \
          with an informative reference"
     );
+    // Its numerics could not be judged: counted among the hunt's reasons, not passed.
+    assert_eq!(
+        o.unchecked.as_deref(),
+        Some("core-count, numerics: no node could be compared with an informative reference")
+    );
     // The numerics ran on the raised copy, saved beside the program.
     let run = run.unwrap();
     assert_eq!(
