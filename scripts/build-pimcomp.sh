@@ -5,13 +5,15 @@
 # this script, so an edited patch rebuilds.
 #
 #   scripts/build-pimcomp.sh            # prints the binary's path on the last line of stdout
+#   scripts/build-pimcomp.sh --with-fixes   # plus every candidate fix in scripts/pimcomp-fixes/
 #   PIMDIFF_SHARED=/path/to/shared scripts/build-pimcomp.sh
 #
 # Source: $PIMCOMP_NN_SRC, else $PIMDIFF_SHARED/external/pimcomp-nn-2ed10c8-src.tar.gz
 # (PIMDIFF_SHARED defaults to ../shared beside the repository). Patches:
 # scripts/pimcomp-patches/*.patch in name order (each starts with a comment saying why);
 # PIMCOMP_EXTRA_PATCHES (space-separated paths) adds candidate fixes outside the default build,
-# with their own cache key. Missing cmake/g++/make: installed with apt-get when run as root,
+# with their own cache key; --with-fixes adds all of scripts/pimcomp-fixes/*.patch (each says
+# which finding it fixes and why), after the extra ones. Missing cmake/g++/make: installed with apt-get when run as root,
 # otherwise the exact command is printed and the script exits 2.
 #
 # Use the result with `pimdiff hunt --target pimcomp-nn --pimcomp-bin PATH` or
@@ -19,6 +21,13 @@
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+with_fixes=0
+for arg in "$@"; do
+    case "$arg" in
+        --with-fixes) with_fixes=1 ;;
+        *) echo "build-pimcomp: unknown argument: $arg (known: --with-fixes)" >&2; exit 2 ;;
+    esac
+done
 shared="${PIMDIFF_SHARED:-$root/../shared}"
 src="${PIMCOMP_NN_SRC:-$shared/external/pimcomp-nn-2ed10c8-src.tar.gz}"
 if [ ! -f "$src" ]; then
@@ -49,6 +58,11 @@ for p in ${PIMCOMP_EXTRA_PATCHES:-}; do
     [ -f "$p" ] || { echo "build-pimcomp: extra patch not found: $p" >&2; exit 2; }
     patches+=("$(cd "$(dirname "$p")" && pwd)/$(basename "$p")")
 done
+if [ "$with_fixes" = 1 ]; then
+    for p in "$root"/scripts/pimcomp-fixes/*.patch; do
+        [ -e "$p" ] && patches+=("$p")
+    done
+fi
 shim="$root/scripts/pimcomp-shim.c"
 
 key="$( { sha256sum "$src" | cut -d' ' -f1

@@ -227,3 +227,128 @@ fn real_pimcomp_hunt_runs_when_built() {
     assert_eq!(s.cases_run, 3);
     assert_eq!(s.outcomes.values().sum::<u64>(), 3);
 }
+
+/// The recorded findings under tests/fixtures/pimcomp-replay/: each `<name>.json` holds the
+/// signature, the case seed (the check's seed), the original network and the minimized one; the
+/// replaying PIMCOMP-NN beside it serves the real compiler's outputs for every network of the
+/// minimization path.
+#[derive(serde::Deserialize)]
+struct RecordedFinding {
+    signature: String,
+    case_seed: u64,
+    original: Network,
+    minimized: Network,
+}
+
+fn replay_context() -> CaseContext {
+    let bin =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/pimcomp-replay/PIMCOMP-NN");
+    CaseContext {
+        seed: 0,
+        net: NetConfig::default(),
+        setup: CompilerSetup::locate(Some(&bin), Duration::from_secs(20), 1 << 32).unwrap(),
+        pipelines: vec![Pipeline::Batch, Pipeline::Element],
+    }
+}
+
+fn recorded(name: &str) -> RecordedFinding {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/pimcomp-replay")
+        .join(format!("{name}.json"));
+    serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap()
+}
+
+/// Minimizing the recorded original again, against the recorded compiles, takes the same path
+/// to the same network, every kept step shows the signature, and the minimized network's
+/// recorded compile still gives exactly that signature under today's check.
+fn minimization_replays(name: &str) {
+    let f = recorded(name);
+    let ctx = replay_context();
+    let mut kept = 0;
+    let (small, stats) = minimize(&f.original, None, 400, |cand| {
+        let has = ctx
+            .run_for_signature(cand, f.case_seed, &f.signature, false)
+            .0
+            .has(&f.signature);
+        kept += u64::from(has);
+        has
+    });
+    assert_eq!(small, f.minimized, "{name}:\n{small}");
+    assert!(!stats.cut_short);
+    assert_eq!(stats.kept, kept);
+    assert!(kept > 0, "{name}: the original was already minimal");
+    let (outcome, _) = ctx.run_for_signature(&small, f.case_seed, &f.signature, false);
+    assert!(outcome.has(&f.signature), "{name}: {outcome:?}");
+    // A network off the recorded path (the original itself) is refused, not judged.
+    let (off, _) = ctx.run_for_signature(&f.original, f.case_seed, &f.signature, false);
+    assert_eq!(off.kind, "rejected", "{name}");
+}
+
+/// B1 (batch input reuse by a colliding hash): 13 nodes → input and one 1×1 CONV.
+#[test]
+fn recorded_b1_minimizes_to_the_same_network() {
+    minimization_replays("b1-batch-input-reuse");
+    let f = recorded("b1-batch-input-reuse");
+    assert_eq!(f.original.size(), (13, 6, 3));
+    assert_eq!(f.minimized.size(), (2, 1, 3));
+}
+
+/// K1 (a core named beyond `core_cnt`): 13 nodes → input, CONV and ELTWISE, one channel.
+#[test]
+fn recorded_k1_minimizes_to_the_same_network() {
+    minimization_replays("k1-element-core-count");
+    let f = recorded("k1-element-core-count");
+    assert_eq!(f.minimized.size(), (3, 1, 1));
+    let ctx = replay_context();
+    let (o, run) = ctx.run_for_signature(&f.minimized, f.case_seed, &f.signature, true);
+    assert_eq!(o.kind, "core-count");
+    assert_eq!(
+        o.detail,
+        "the program names core 2 but its config declares core_cnt = 2 (2 cores used); with \
+         core_cnt raised to 3 the numerics check says unsupported: no node could be compared \
+         with an informative reference"
+    );
+    // Its numerics could not be judged: counted among the hunt's reasons, not passed.
+    assert_eq!(
+        o.unchecked.as_deref(),
+        Some("core-count, numerics: no node could be compared with an informative reference")
+    );
+    // The numerics ran on the raised copy, saved beside the program.
+    let run = run.unwrap();
+    assert_eq!(
+        run.checked_program(),
+        Some(run.output().join("SimulationInfo-core_cnt.gz"))
+    );
+    let census = pimdiff::pimcomp_hunt::cores::census(&run.checked_program().unwrap()).unwrap();
+    assert_eq!(census.core_cnt, 3);
+    assert!(!census.beyond());
+}
+
+/// X1 (element mode drops the last node's fused ReLU), found by the cross-mode check: the
+/// recorded batch and element compiles of its minimized network (input and one CONV with a
+/// fused ReLU) are each exact against their own pipeline's reference, yet differ.
+#[test]
+fn recorded_x1_is_a_cross_mode_finding() {
+    let f = recorded("x1-cross-mode");
+    assert_eq!(f.minimized.size(), (2, 6, 3));
+    let ctx = replay_context();
+    let (outcomes, cross) = ctx.run_pipelines(
+        &f.minimized,
+        f.case_seed,
+        &[Pipeline::Batch, Pipeline::Element],
+        false,
+    );
+    let kinds: Vec<&str> = outcomes.iter().map(|(o, _)| o.kind).collect();
+    assert_eq!(kinds, ["pass", "pass"]);
+    let cross = cross.expect("a cross-mode finding");
+    assert_eq!(cross.kind, "cross-mode");
+    assert_eq!(cross.signature.as_deref(), Some(f.signature.as_str()));
+    assert_eq!(
+        cross.detail,
+        "node 1 (conv2, OP_CONV): 2 of 6 elements both pipelines observed differ (batch exact, \
+         element exact; their references differ)"
+    );
+    // One pipeline alone has nothing to compare with.
+    let (_, alone) = ctx.run_pipelines(&f.minimized, f.case_seed, &[Pipeline::Element], false);
+    assert!(alone.is_none());
+}

@@ -3,7 +3,8 @@
 use serde::Serialize;
 
 use super::compile::{compile, CompileRun, CompilerSetup, Pipeline};
-use super::outcome::{check_outcome, compile_outcome, severity, CaseOutcome};
+use super::cross;
+use super::outcome::{check_outcome, compile_outcome, severity, CaseOutcome, NodeSeen};
 use crate::generate::network::{network_from_seed, NetConfig, Network};
 use crate::hunt::case_seed;
 
@@ -11,6 +12,16 @@ use crate::hunt::case_seed;
 /// seed-dependent number of seconds (under four years), recorded in every finding.
 pub fn pin_time(case_seed: u64) -> u64 {
     1_600_000_000 + case_seed % 120_000_000
+}
+
+/// The pipeline whose compile a finding saves: the one its signature names (`element` for
+/// a `cross-mode` finding, whose element compile is saved).
+pub fn finding_pipeline(signature: &str) -> Pipeline {
+    if signature.starts_with("cross-mode/") || signature.contains("/element/") {
+        Pipeline::Element
+    } else {
+        Pipeline::Batch
+    }
 }
 
 /// What every case of one hunt shares.
@@ -27,6 +38,9 @@ pub struct CaseResult {
     pub network: Network,
     pub case_seed: u64,
     pub outcomes: Vec<(CaseOutcome, Option<CompileRun>)>,
+    /// With both pipelines: the two checks disagree where the reference cannot say which is
+    /// wrong ([`cross`]).
+    pub cross: Option<CaseOutcome>,
 }
 
 /// A case's outcome kind over all pipelines (the most severe) and its finding signatures.
@@ -51,60 +65,130 @@ impl CaseContext {
         pipeline: Pipeline,
         keep: bool,
     ) -> (CaseOutcome, Option<CompileRun>) {
-        let unsupported = |detail: String| CaseOutcome {
-            pipeline,
-            kind: "unsupported",
-            signature: None,
-            detail,
-            frames: Vec::new(),
-        };
+        let (o, run, _) = self.run_observed(network, case_seed, pipeline, keep);
+        (o, run)
+    }
+
+    /// [`run_one`](Self::run_one) with the check's per-node observations.
+    fn run_observed(
+        &self,
+        network: &Network,
+        case_seed: u64,
+        pipeline: Pipeline,
+        keep: bool,
+    ) -> (CaseOutcome, Option<CompileRun>, Option<Vec<NodeSeen>>) {
+        let unsupported = |detail: String| CaseOutcome::new(pipeline, "unsupported", None, detail);
         let json = match network.to_model_json() {
             Ok(j) => j,
-            Err(e) => return (unsupported(format!("network: {e}")), None),
+            Err(e) => return (unsupported(format!("network: {e}")), None, None),
         };
         let run = match compile(&self.setup, &json, pipeline, pin_time(case_seed)) {
             Ok(r) => r,
-            Err(e) => return (unsupported(format!("cannot run PIMCOMP-NN: {e}")), None),
+            Err(e) => {
+                return (
+                    unsupported(format!("cannot run PIMCOMP-NN: {e}")),
+                    None,
+                    None,
+                )
+            }
         };
-        let outcome = compile_outcome(&self.setup, pipeline, &run)
-            .unwrap_or_else(|| check_outcome(pipeline, &run, case_seed));
-        (outcome, keep.then_some(run))
+        let (outcome, seen) = match compile_outcome(&self.setup, pipeline, &run) {
+            Some(o) => (o, None),
+            None => check_outcome(pipeline, &run, case_seed),
+        };
+        (outcome, keep.then_some(run), seen)
+    }
+
+    /// `network` in each of `pipelines`, and with both, the cross-pipeline comparison.
+    pub fn run_pipelines(
+        &self,
+        network: &Network,
+        case_seed: u64,
+        pipelines: &[Pipeline],
+        keep: bool,
+    ) -> (Vec<(CaseOutcome, Option<CompileRun>)>, Option<CaseOutcome>) {
+        let mut outcomes = Vec::new();
+        let mut seen = Vec::new();
+        for &p in pipelines {
+            let (o, run, s) = self.run_observed(network, case_seed, p, keep);
+            outcomes.push((o, run));
+            seen.push((p, s));
+        }
+        let of = |p| {
+            seen.iter()
+                .find(|(q, _)| *q == p)
+                .and_then(|(_, s)| s.as_ref())
+        };
+        let cross = match (of(Pipeline::Batch), of(Pipeline::Element)) {
+            (Some(b), Some(e)) => cross::compare(b, e).disagreement.map(|d| {
+                CaseOutcome::new(
+                    Pipeline::Element,
+                    "cross-mode",
+                    Some(d.signature()),
+                    d.detail(),
+                )
+            }),
+            _ => None,
+        };
+        (outcomes, cross)
+    }
+
+    /// `network` compiled as a finding of `signature` needs (both pipelines for a
+    /// `cross-mode` finding, else the signature's own): the outcome that carries `signature`
+    /// when one does, else the last pipeline's, with that compile's files when `keep`. What a
+    /// minimization step runs.
+    pub fn run_for_signature(
+        &self,
+        network: &Network,
+        case_seed: u64,
+        signature: &str,
+        keep: bool,
+    ) -> (CaseOutcome, Option<CompileRun>) {
+        let pipeline = finding_pipeline(signature);
+        let pipelines: &[Pipeline] = if signature.starts_with("cross-mode/") {
+            &[Pipeline::Batch, Pipeline::Element]
+        } else {
+            std::slice::from_ref(&pipeline)
+        };
+        let (mut outcomes, cross) = self.run_pipelines(network, case_seed, pipelines, keep);
+        let (last, run) = outcomes
+            .pop()
+            .unwrap_or_else(|| unreachable!("one outcome per pipeline"));
+        match cross {
+            Some(c) if c.has(signature) => (c, run),
+            _ => (last, run),
+        }
     }
 
     /// Case `k` in every pipeline of the hunt.
     pub fn run_case(&self, k: u64, keep: bool) -> CaseResult {
         let (network, s) = self.network(k);
-        let outcomes = self
-            .pipelines
-            .iter()
-            .map(|&p| self.run_one(&network, s, p, keep))
-            .collect();
+        let (outcomes, cross) = self.run_pipelines(&network, s, &self.pipelines, keep);
         CaseResult {
             network,
             case_seed: s,
             outcomes,
+            cross,
         }
     }
 }
 
 impl CaseResult {
     pub fn summary(&self) -> CaseSummary {
-        let kind = self
-            .outcomes
-            .iter()
-            .map(|(o, _)| o.kind)
+        let all = || self.outcomes.iter().map(|(o, _)| o).chain(&self.cross);
+        let kind = all()
+            .map(|o| o.kind)
             .min_by_key(|k| severity(k))
             .unwrap_or("pass");
-        let signatures = self
-            .outcomes
-            .iter()
-            .filter_map(|(o, _)| o.signature.clone())
-            .collect();
-        let decline = self
-            .outcomes
-            .iter()
-            .find(|(o, _)| o.kind == "unsupported")
-            .map(|(o, _)| crate::check::outcome::abstract_message(&o.detail));
+        let signatures = all().flat_map(|o| o.signatures().cloned()).collect();
+        let decline = self.outcomes.iter().find_map(|(o, _)| {
+            let why = if o.kind == "unsupported" {
+                Some(o.detail.as_str())
+            } else {
+                o.unchecked.as_deref()
+            };
+            why.map(crate::check::outcome::abstract_message)
+        });
         CaseSummary {
             kind,
             signatures,

@@ -22,6 +22,9 @@ use crate::compilers::external::{kill_group, set_running};
 pub const MODEL_NAME: &str = "net";
 /// The shim's file name beside the binary (built by `scripts/build-pimcomp.sh`).
 pub const SHIM_NAME: &str = "libpimdiff-shim.so";
+/// The copy of the program with `core_cnt` raised to its highest core index + 1, written
+/// beside it when a core lies beyond the count (see [`super::cores`]).
+pub const RAISED_PROGRAM: &str = "SimulationInfo-core_cnt.gz";
 
 /// PIMCOMP-NN's two pipelines.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -134,6 +137,12 @@ impl CompileRun {
     /// `SimulationInfo.gz` (the program), when written.
     pub fn program(&self) -> Option<PathBuf> {
         Some(self.output().join("SimulationInfo.gz")).filter(|p| p.is_file())
+    }
+    /// The program the check ran: the raised copy when there is one, else `program()`.
+    pub fn checked_program(&self) -> Option<PathBuf> {
+        Some(self.output().join(RAISED_PROGRAM))
+            .filter(|p| p.is_file())
+            .or_else(|| self.program())
     }
     /// `VerificationInfo.json` (the side table), when written.
     pub fn table(&self) -> Option<PathBuf> {

@@ -17,6 +17,8 @@
 
 pub mod case;
 pub mod compile;
+pub mod cores;
+pub mod cross;
 pub mod minimize;
 pub mod outcome;
 pub mod save;
@@ -29,6 +31,7 @@ use std::time::{Duration, Instant};
 
 use self::case::CaseContext;
 use self::save::{FindingRecord, PimcompHuntSummary};
+use crate::generate;
 use crate::hunt::progress::{progress_bar, update_bar};
 use crate::hunt::{
     sweep, Checker, HuntControl, HuntError, Limit, Observation, Shard, Sweep, SweepConfig,
@@ -236,10 +239,9 @@ fn triage_one(
 ) -> FindingRecord {
     let ctx = &cfg.cases;
     let (original, case_seed) = ctx.network(d.index);
-    let pipeline = if d.signature.contains("/element/") || d.signature.ends_with("/element") {
-        compile::Pipeline::Element
-    } else {
-        compile::Pipeline::Batch
+    let pipeline = case::finding_pipeline(&d.signature);
+    let run = |net: &generate::network::Network, keep: bool| {
+        ctx.run_for_signature(net, case_seed, &d.signature, keep)
     };
     let own = Instant::now().checked_add(cfg.minimize_time);
     let deadline = match (own, end) {
@@ -264,11 +266,10 @@ fn triage_one(
             if stop.load(Ordering::SeqCst) {
                 return false;
             }
-            let (o, _) = ctx.run_one(cand, case_seed, pipeline, false);
-            o.signature.as_deref() == Some(d.signature.as_str())
+            run(cand, false).0.has(&d.signature)
         })
     };
-    let (outcome, run) = ctx.run_one(&minimized, case_seed, pipeline, true);
+    let (outcome, run) = run(&minimized, true);
     FindingRecord {
         signature: d.signature.clone(),
         pipeline,

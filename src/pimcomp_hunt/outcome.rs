@@ -6,6 +6,8 @@
 //! inside PIMCOMP-NN); `abort` (SIGABRT: the compiler's own message, e.g. a failed assertion
 //! or an uncaught exception); `hang` (the timeout or the memory watchdog); `rejected` (the
 //! compiler refuses a valid model: an exit status or no output, with its message);
+//! `core-count` (the program names a core at or beyond its config's `core_cnt`: a finding;
+//! its numerics are still checked with the count raised, see [`super::cores`]);
 //! `unsupported` (the check cannot judge the program: counted, never passed).
 //!
 //! **One root cause, one signature.** Crashes and aborts: pipeline, signal and the top three
@@ -17,7 +19,10 @@
 
 use serde::Serialize;
 
-use super::compile::{frames, CompileRun, CompilerSetup, Exit, Frame, Pipeline};
+use std::path::Path;
+
+use super::compile::{frames, CompileRun, CompilerSetup, Exit, Frame, Pipeline, RAISED_PROGRAM};
+use super::cores::{self, CoreCensus};
 use crate::check::outcome::abstract_message;
 use crate::pimcomp::{self, Checked, Control, PimcompError, Status};
 
@@ -33,15 +38,67 @@ pub struct CaseOutcome {
     pub detail: String,
     /// Crash frames (all of them; the signature uses the top three inside PIMCOMP-NN).
     pub frames: Vec<Frame>,
+    /// Further findings of the same compile beside `signature` (a `core-count` finding of a
+    /// program whose numerics also mismatch).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub also: Vec<String>,
+    /// Why the numerics were not checked, for an outcome that is not `unsupported` itself
+    /// (a `core-count` finding whose raised copy the check could not judge).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unchecked: Option<String>,
+}
+
+impl CaseOutcome {
+    /// An outcome without frames or further findings.
+    pub fn new(
+        pipeline: Pipeline,
+        kind: &'static str,
+        signature: Option<String>,
+        detail: String,
+    ) -> CaseOutcome {
+        CaseOutcome {
+            pipeline,
+            kind,
+            signature,
+            detail,
+            frames: Vec::new(),
+            also: Vec::new(),
+            unchecked: None,
+        }
+    }
+
+    /// Every finding signature of this outcome.
+    pub fn signatures(&self) -> impl Iterator<Item = &String> {
+        self.signature.iter().chain(&self.also)
+    }
+
+    /// Whether `signature` is among this outcome's findings.
+    pub fn has(&self, signature: &str) -> bool {
+        self.signatures().any(|s| s == signature)
+    }
+}
+
+/// One node as a check observed it: what the cross-pipeline comparison needs.
+#[derive(Clone, Debug)]
+pub struct NodeSeen {
+    pub name: String,
+    pub op: String,
+    pub status: Status,
+    /// The observed output and which elements were observed.
+    pub values: Option<(Vec<i8>, Vec<bool>)>,
+    /// The reference this check compared the node with, when it has one.
+    pub reference: Option<Vec<i8>>,
 }
 
 /// Kinds in order of severity (the first is reported when both pipelines fail).
-pub const KINDS: [&str; 8] = [
+pub const KINDS: [&str; 10] = [
     "crash",
     "abort",
     "hang",
     "mismatch",
+    "cross-mode",
     "disagreement",
+    "core-count",
     "rejected",
     "unsupported",
     "pass",
@@ -89,11 +146,8 @@ pub fn compile_outcome(
     let p = pipeline.name();
     let make = |kind, signature: Option<String>, detail: String, frames| {
         Some(CaseOutcome {
-            pipeline,
-            kind,
-            signature,
-            detail,
             frames,
+            ..CaseOutcome::new(pipeline, kind, signature, detail)
         })
     };
     match &run.exit {
@@ -163,31 +217,81 @@ pub fn compile_outcome(
     }
 }
 
-/// Checks a compiled program with `pimdiff pimcomp`'s check (seeded by `check_seed`).
-pub fn check_outcome(pipeline: Pipeline, run: &CompileRun, check_seed: u64) -> CaseOutcome {
-    let p = pipeline.name();
+/// Checks a compiled program with `pimdiff pimcomp`'s check (seeded by `check_seed`), and
+/// its cores against its config: a core at or beyond `core_cnt` is a `core-count` finding,
+/// and the numerics are checked on a copy with the count raised ([`RAISED_PROGRAM`] in the
+/// compile's output). Returns the per-node observations for the cross-pipeline comparison.
+pub fn check_outcome(
+    pipeline: Pipeline,
+    run: &CompileRun,
+    check_seed: u64,
+) -> (CaseOutcome, Option<Vec<NodeSeen>>) {
     let (Some(program), Some(table)) = (run.program(), run.table()) else {
         unreachable!("compile_outcome returns None only with both files")
     };
+    let raised = run.output().join(RAISED_PROGRAM);
+    let (program, census) = match cores::census(&program) {
+        Ok(c) if c.beyond() => match cores::raise_core_cnt(&program, &raised) {
+            Ok(_) => (raised, Some(c)),
+            Err(_) => (program, Some(c)),
+        },
+        _ => (program, None),
+    };
+    let (mut outcome, seen) = check_program(pipeline, &program, &table, check_seed);
+    if let Some(c) = census {
+        add_core_count(&mut outcome, &c);
+    }
+    (outcome, seen)
+}
+
+/// Adds the `core-count` finding to the numerics' outcome: it becomes the outcome when the
+/// numerics found nothing more severe, else a further signature.
+fn add_core_count(outcome: &mut CaseOutcome, c: &CoreCensus) {
+    let sig = c.signature(outcome.pipeline.name());
+    let numerics = if outcome.detail.is_empty() {
+        outcome.kind.to_string()
+    } else {
+        format!("{}: {}", outcome.kind, outcome.detail)
+    };
+    let detail = format!(
+        "{}; with core_cnt raised to {} the numerics check says {numerics}",
+        c.detail(),
+        c.max_index.map_or(c.core_cnt, |m| m + 1)
+    );
+    if outcome.kind == "unsupported" {
+        outcome.unchecked = Some(format!("core-count, numerics: {}", outcome.detail));
+    }
+    if severity(outcome.kind) > severity("core-count") {
+        outcome.kind = "core-count";
+        outcome.also.extend(outcome.signature.take());
+        outcome.signature = Some(sig);
+    } else {
+        outcome.also.push(sig);
+    }
+    outcome.detail = detail;
+}
+
+/// The numerics check of one program file.
+fn check_program(
+    pipeline: Pipeline,
+    program: &Path,
+    table: &Path,
+    check_seed: u64,
+) -> (CaseOutcome, Option<Vec<NodeSeen>>) {
+    let p = pipeline.name();
     let opts = pimcomp::Options {
-        program,
-        table,
+        program: program.to_path_buf(),
+        table: table.to_path_buf(),
         seed: check_seed,
         schedule: Default::default(),
         probes: true,
         control: Control::None,
     };
-    let outcome = |kind, signature, detail| CaseOutcome {
-        pipeline,
-        kind,
-        signature,
-        detail,
-        frames: Vec::new(),
-    };
+    let outcome = |kind, signature, detail| CaseOutcome::new(pipeline, kind, signature, detail);
     match pimcomp::check(&opts) {
         Err(PimcompError::Misaligned { program, table, .. }) => {
             let op = |t: &str| t.split_whitespace().next().unwrap_or("").to_string();
-            outcome(
+            let o = outcome(
                 "disagreement",
                 Some(format!(
                     "disagreement/{p}/misaligned/{}/{}",
@@ -195,27 +299,40 @@ pub fn check_outcome(pipeline: Pipeline, run: &CompileRun, check_seed: u64) -> C
                     op(&table)
                 )),
                 format!("program and side table do not line up: `{program}` vs {table}"),
-            )
+            );
+            (o, None)
         }
-        Err(e) => outcome(
-            "unsupported",
+        Err(e) => (
+            outcome(
+                "unsupported",
+                None,
+                format!("check: {}", abstract_message(&e.to_string())),
+            ),
             None,
-            format!("check: {}", abstract_message(&e.to_string())),
         ),
-        Ok(c) => judge(pipeline, &c),
+        Ok(c) => {
+            let seen = c
+                .verdicts
+                .iter()
+                .zip(c.observed.iter())
+                .zip(c.reference.iter())
+                .map(|((v, o), r)| NodeSeen {
+                    name: v.name.clone(),
+                    op: v.op.clone(),
+                    status: v.status,
+                    values: o.clone(),
+                    reference: r.tensor().map(|t| t.iter().copied().collect()),
+                })
+                .collect();
+            (judge(pipeline, &c), Some(seen))
+        }
     }
 }
 
 /// The outcome of a finished check.
 fn judge(pipeline: Pipeline, c: &Checked) -> CaseOutcome {
     let p = pipeline.name();
-    let outcome = |kind, signature, detail| CaseOutcome {
-        pipeline,
-        kind,
-        signature,
-        detail,
-        frames: Vec::new(),
-    };
+    let outcome = |kind, signature, detail| CaseOutcome::new(pipeline, kind, signature, detail);
     if !c.outcome.is_finished() {
         let k = c.outcome.kind();
         return outcome(

@@ -161,7 +161,7 @@ pub fn save_final(
     let dir = AtomicDir::create(&dest)?;
     let root = dir.path().to_path_buf();
     let pin = pin_time(r.case_seed);
-    let reproduced = r.outcome.signature.as_deref() == Some(r.signature.as_str());
+    let reproduced = r.outcome.has(&r.signature);
     let model = r.minimized.to_model_json().unwrap_or_default();
     write(&root.join("model.json"), model.as_bytes())?;
     let original = r.original.to_model_json().unwrap_or_default();
@@ -196,12 +196,15 @@ pub fn save_final(
         std::fs::create_dir_all(&compiler).map_err(io_err(&compiler))?;
         write(&compiler.join("stdout.txt"), run.stdout.as_bytes())?;
         write(&compiler.join("stderr.txt"), run.stderr.as_bytes())?;
-        for f in [run.program(), run.table()].into_iter().flatten() {
+        let raised = run
+            .checked_program()
+            .filter(|p| Some(p) != run.program().as_ref());
+        for f in [run.program(), raised, run.table()].into_iter().flatten() {
             if let Some(n) = f.file_name() {
                 std::fs::copy(&f, compiler.join(n)).map_err(io_err(&f))?;
             }
         }
-        if let (Some(p), Some(t)) = (run.program(), run.table()) {
+        if let (Some(p), Some(t)) = (run.checked_program(), run.table()) {
             checked = write_check(&p, &t, r.case_seed, &root.join("check"));
         }
     }
@@ -290,7 +293,21 @@ fn render_report(f: &PimcompFinding, r: &FindingRecord, checked: bool) -> String
             r.outcome.signature.as_deref().unwrap_or(r.outcome.kind)
         ));
     }
-    s.push_str("\n## Reproduce\n\n```sh\nsh repro.sh\n```\n\n## Minimized network\n\n```\n");
+    s.push_str("\n## Reproduce\n\n```sh\nsh repro.sh\n```\n");
+    if r.outcome.signatures().any(|g| g.starts_with("core-count/")) {
+        s.push_str(
+            "\nThe program names a core beyond its `core_cnt`, so `pimdiff pimcomp` refuses it \
+             (that refusal reproduces the finding); the hunt checked the numerics on \
+             `compiler/SimulationInfo-core_cnt.gz`, the same program with `core_cnt` raised.\n",
+        );
+    }
+    if f.signature.starts_with("cross-mode/") {
+        s.push_str(
+            "\n`repro.sh` recompiles and checks the element program; compile the same model \
+             with `-p=batch` (same pinned time) and compare the two checks' node outputs.\n",
+        );
+    }
+    s.push_str("\n## Minimized network\n\n```\n");
     s.push_str(&r.minimized.to_string());
     s.push_str("```\n");
     if !r.outcome.frames.is_empty() {
