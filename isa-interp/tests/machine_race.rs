@@ -166,6 +166,22 @@ fn send_recv_orders_both_directions() {
 }
 
 #[test]
+fn a_zero_byte_message_is_a_rendezvous_too() {
+    // A message of no bytes still blocks the receiver until the send and the sender until the
+    // receive: a barrier some compilers use. It orders like any other message.
+    let forward = handoff(
+        &format!("{STORE}\nsend r2, core=0, size=0"),
+        &format!("recv r2, core=1, size=0\n{LOAD}"),
+    );
+    assert_eq!(races(&forward), Vec::<String>::new());
+    let backward = handoff(
+        &format!("send r2, core=0, size=0\n{STORE}"),
+        &format!("{LOAD}\nrecv r2, core=1, size=0"),
+    );
+    assert_eq!(races(&backward), Vec::<String>::new());
+}
+
+#[test]
 fn a_wait_orders_only_the_syncs_it_consumed() {
     // Core 1 syncs e0, stores, syncs e1; core 0 waits on e0 only before its load, so the
     // store (after the e0 sync) is not ordered before the load.

@@ -83,18 +83,23 @@ pub(super) fn recv<O: Sink>(
         return Err(kind);
     }
     ch.delivered += 1;
-    if let Some(dst) = x.local(&d) {
-        x.emit(&Event::Receive {
-            from,
-            from_pc: msg.sender_pc,
-            src: Bytes {
-                space: Space::Lmem(from),
-                start: msg.src,
-                len: size,
-            },
-            dst,
-        });
-    }
+    // Emitted for a message of no bytes too: it is still a rendezvous (a barrier), and the
+    // race detector's happens-before edges come from this event.
+    let dst = x.local(&d).unwrap_or(Bytes {
+        space: Space::Lmem(id),
+        start: d.start as u32,
+        len: 0,
+    });
+    x.emit(&Event::Receive {
+        from,
+        from_pc: msg.sender_pc,
+        src: Bytes {
+            space: Space::Lmem(from),
+            start: msg.src,
+            len: size,
+        },
+        dst,
+    });
     x.core.lmem[d].copy_from_slice(&msg.data);
     let hops = mesh_hops(from, id, x.sh.arch.mesh_cols);
     let noc = &mut x.sh.stats.noc;
