@@ -59,6 +59,7 @@ pub use self::suspect::{Suspect, MAX_SUSPECTS};
 use crate::check::outcome::{Outcome, Signature};
 use crate::check::versions::attributed;
 use crate::check::{check_case, CaseResult, RunConfig};
+use crate::compilers::CompileFailure;
 use crate::shrink::{case_size, shrink_while, ShrinkOptions, Shrunk};
 
 /// How much work one call may do.
@@ -154,6 +155,9 @@ pub fn cause(
     budget: &Budget,
     cancel: &AtomicBool,
 ) -> Cause {
+    if let Some(c) = claim_cause(case, result, cfg) {
+        return c;
+    }
     let Some(failure) = failure_of(case, result, cfg) else {
         return Cause {
             signature: shape_of(result),
@@ -175,6 +179,32 @@ pub fn cause(
             also: Vec::new(),
         }
     }
+}
+
+/// The cause of a `bogus-unsupported` check whose refuted claim holds for a nearby
+/// specification (see `variants::explain_claim`): the compiler sized the case it wrongly
+/// computes, one bug with the wrong outputs it gives elsewhere. One more compilation.
+fn claim_cause(case: &Case, result: &CaseResult, cfg: &RunConfig) -> Option<Cause> {
+    if !matches!(result.outcome, Outcome::BogusUnsupported { .. }) || result.attribution.is_some() {
+        return None;
+    }
+    let Err(CompileFailure::Unsupported {
+        claim: Some(claim), ..
+    }) = cfg.compiler.compile(case, cfg.external_timeout)
+    else {
+        return None;
+    };
+    let model = cfg.compiler.capacity_model();
+    let refuted = |c: &Case| crate::check::claims::refute(c, &claim, model.as_ref()).is_some();
+    let v = variants::explain_claim(case, refuted)?;
+    Some(Cause {
+        signature: Signature {
+            kind: result.outcome.kind().to_string(),
+            detail: v.label().to_string(),
+        },
+        localized: true,
+        also: Vec::new(),
+    })
 }
 
 /// `cause` with the check's N-version attribution on its signature and alternatives.
@@ -457,7 +487,10 @@ fn finish(
         None => Localization::default(),
     };
     let end = structured_end(case, &result, cfg);
-    let found = attributed_cause(signature_of(&result.outcome, &loc, end.as_ref()), &result);
+    let found = match claim_cause(case, &result, cfg) {
+        Some(c) => c,
+        None => attributed_cause(signature_of(&result.outcome, &loc, end.as_ref()), &result),
+    };
     let suspects = match &result.bundle {
         Some(b) => with_provenance(suspect::rank(&loc, end.as_ref(), b), case, &result, cfg),
         None => Vec::new(),

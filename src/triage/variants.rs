@@ -122,6 +122,19 @@ pub(crate) fn explain(case: &Case, output: &ArrayD<i32>, probes: &[Probe]) -> Op
     })
 }
 
+/// The first variant of the catalog under which a refuted capacity claim holds: the compiler
+/// sized the variant, not the case (a window one row off also miscounts what the windows
+/// need). `refuted_for` says whether the claim is refuted for a case (see `check::claims`);
+/// it must be refuted for `case` itself.
+pub(crate) fn explain_claim(case: &Case, refuted_for: impl Fn(&Case) -> bool) -> Option<Variant> {
+    if !refuted_for(case) {
+        return None;
+    }
+    CATALOG
+        .into_iter()
+        .find(|&variant| apply(variant, case).is_some_and(|v| !refuted_for(&v)))
+}
+
 /// Whether some variant with `variant`'s label explains the failure (the minimization guard:
 /// a smaller case may move its padding on another side).
 pub(crate) fn explained_alike(
@@ -199,6 +212,21 @@ mod tests {
         let mut out = reference(&case).unwrap();
         out.iter_mut().for_each(|v| *v += 1);
         assert_eq!(explain(&case, &out, &[]), None);
+    }
+
+    #[test]
+    fn a_claim_that_holds_for_moved_padding_is_explained_by_it() {
+        // A stand-in for `claims::refute`: the claim holds only with the top padding at 0.
+        let case = conv([1, 0, 0, 0], false, false);
+        let holds_for = |c: &Case| matches!(&c.spec.op, Op::Conv2d(op) if op.padding[0] == 0);
+        assert_eq!(
+            explain_claim(&case, |c| !holds_for(c)),
+            Some(Variant::PaddingMoved { side: 0 })
+        );
+        // A claim refuted for every variant (it contradicts itself) is not explained; one that
+        // holds for the case itself is not refuted at all.
+        assert_eq!(explain_claim(&case, |_| true), None);
+        assert_eq!(explain_claim(&case, |_| false), None);
     }
 
     #[test]
