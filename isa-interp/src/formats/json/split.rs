@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::io::Read;
 use std::ops::Range;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::mpsc::{self, Receiver};
+use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::Mutex;
 
 use pimdiff_input::{gunzip_reader, InputError, MAX_PROGRAM_BYTES};
@@ -17,7 +17,7 @@ use crate::inst::Inst;
 use crate::program::Program;
 
 use super::super::config::{assemble, parse_config, parse_core_key};
-use super::visit::read_core_slice;
+use super::visit::{read_core_slice, read_entries_slice, Entries};
 
 /// Below this size one thread parses faster than the split costs.
 pub(super) const PARALLEL_MIN_BYTES: usize = 4 << 20;
@@ -196,52 +196,76 @@ pub(super) enum Streamed {
     Failed,
 }
 
-/// Inflate `compressed` on this thread, cutting the text at its top-level keys as it comes,
-/// while the other threads parse the cores already complete.
+/// Inflate `compressed` on this thread, cutting the text into parts at its top-level core keys
+/// as it comes (see [`cut_stream`]), while the other threads parse the parts already complete.
+/// The part buffers go back to this thread once parsed, so that the text is copied into
+/// memory that is already mapped.
 pub(super) fn parse_gzip(compressed: &[u8]) -> Streamed {
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let failed = AtomicBool::new(false);
-    let (tx, rx) = mpsc::sync_channel::<(u32, Vec<u8>)>(threads * 4);
+    let (tx, rx) = mpsc::sync_channel::<Vec<u8>>(threads * 2);
+    let (spare_tx, spare_rx) = mpsc::channel::<Vec<u8>>();
     let rx = Mutex::new(rx);
     std::thread::scope(|s| {
         let workers: Vec<_> = (0..threads)
-            .map(|_| s.spawn(|| parse_jobs(&rx, &failed)))
+            .map(|_| {
+                let spare = spare_tx.clone();
+                let (rx, failed) = (&rx, &failed);
+                s.spawn(move || parse_parts(rx, failed, &spare))
+            })
             .collect();
+        drop(spare_tx);
         let reader = gunzip_reader(compressed, MAX_PROGRAM_BYTES);
-        let split = split_stream(reader, |core, bytes| {
-            !failed.load(Ordering::Relaxed) && tx.send((core, bytes)).is_ok()
+        let cut = cut_stream(reader, &spare_rx, |part| {
+            !failed.load(Ordering::Relaxed) && tx.send(part).is_ok()
         });
         drop(tx);
         let parsed: Vec<_> = workers.into_iter().map(|h| h.join().ok()).collect();
-        let (config, cores) = match split {
-            Split::Done { config, cores } => (config, cores),
-            Split::NotJson => return Streamed::NotJson,
-            Split::Input(e) => return Streamed::Input(e),
-            Split::Failed => return Streamed::Failed,
-        };
+        match cut {
+            Cut::Done => {}
+            Cut::NotJson => return Streamed::NotJson,
+            Cut::Input(e) => return Streamed::Input(e),
+            Cut::Failed => return Streamed::Failed,
+        }
         if failed.load(Ordering::Relaxed) {
             return Streamed::Failed;
         }
-        let mut by_core = BTreeMap::new();
-        for (core, insts) in parsed.into_iter().flatten().flatten() {
-            if by_core.insert(core, insts).is_some() {
-                return Streamed::Failed;
-            }
-        }
-        if by_core.len() != cores {
-            return Streamed::Failed;
-        }
-        let program = config
-            .and_then(|c| serde_json::from_slice::<serde_json::Value>(&c).ok())
-            .and_then(|c| parse_config(&c).ok())
-            .and_then(|c| assemble(c, by_core).ok());
-        program.map_or(Streamed::Failed, Streamed::Program)
+        let parsed: Option<Vec<Vec<Entries>>> = parsed.into_iter().collect();
+        parsed
+            .and_then(merge)
+            .map_or(Streamed::Failed, Streamed::Program)
     })
 }
 
-/// A worker: parse the cores it receives until the channel closes. After a failure anywhere
-/// it only drains the channel, so that the splitter never blocks on a full one.
-fn parse_jobs(rx: &Mutex<Receiver<(u32, Vec<u8>)>>, failed: &AtomicBool) -> Vec<(u32, Vec<Inst>)> {
+/// The program made of the parts' entries; `None` when an entry repeats, the config is
+/// missing, or the program is invalid (the caller then reparses sequentially for the error).
+fn merge(parts: Vec<Vec<Entries>>) -> Option<Program> {
+    let mut config = None;
+    let mut cores = BTreeMap::new();
+    for part in parts.into_iter().flatten() {
+        if let Some(c) = part.config {
+            if config.replace(c).is_some() {
+                return None;
+            }
+        }
+        for (core, insts) in part.cores {
+            if cores.insert(core, insts).is_some() {
+                return None;
+            }
+        }
+    }
+    let config = parse_config(&config?).ok()?;
+    assemble(config, cores).ok()
+}
+
+/// A worker: parse the parts it receives until the channel closes, handing each emptied buffer
+/// back through `spare`. After a failure anywhere it only drains the channel, so that the
+/// cutter never blocks on a full one.
+fn parse_parts(
+    rx: &Mutex<Receiver<Vec<u8>>>,
+    failed: &AtomicBool,
+    spare: &Sender<Vec<u8>>,
+) -> Vec<Entries> {
     let mut done = Vec::new();
     loop {
         let job = match rx.lock() {
@@ -251,185 +275,114 @@ fn parse_jobs(rx: &Mutex<Receiver<(u32, Vec<u8>)>>, failed: &AtomicBool) -> Vec<
                 return done;
             }
         };
-        let Ok((core, bytes)) = job else {
+        let Ok(mut part) = job else {
             return done;
         };
-        if failed.load(Ordering::Relaxed) {
-            continue;
+        if !failed.load(Ordering::Relaxed) {
+            match read_entries_slice(&part) {
+                Ok(entries) => done.push(entries),
+                Err(_) => failed.store(true, Ordering::Relaxed),
+            }
         }
-        match read_core_slice(&bytes, core) {
-            Ok(insts) => done.push((core, insts)),
-            Err(_) => failed.store(true, Ordering::Relaxed),
-        }
+        part.clear();
+        // The cutter may have finished already; the buffer is then simply freed.
+        let _ = spare.send(part);
     }
 }
 
-/// What [`split_stream`] found.
-enum Split {
-    /// The config's text (if any) and how many cores were handed out.
-    Done {
-        config: Option<Vec<u8>>,
-        cores: usize,
-    },
+/// What [`cut_stream`] found.
+enum Cut {
+    /// Every part was handed out.
+    Done,
     NotJson,
     Input(InputError),
     Failed,
 }
 
-/// Read `r` to its end, handing each core's array text to `emit` (which says whether to go
-/// on) as soon as it is complete.
-fn split_stream(mut r: impl Read, mut emit: impl FnMut(u32, Vec<u8>) -> bool) -> Split {
-    let mut splitter = Splitter::default();
-    let mut config = None;
-    let mut cores = 0;
-    let mut buf = vec![0u8; 1 << 18];
+/// How many bytes are inflated at a time.
+const READ_BYTES: usize = 1 << 18;
+
+/// How many bytes must follow a key candidate before it is checked (unless the text ended):
+/// enough for `"core<digits>"`, blanks and the colon of any real file. A candidate that does
+/// not fit is not cut at, which only leaves two cores in one part.
+const LOOKAHEAD: usize = 64;
+
+/// Read `r` to its end, cutting the text into parts that are each a JSON object, and handing
+/// each part to `emit` (which says whether to go on) as soon as it is complete.
+///
+/// The text is cut at every `,` that is followed (after blanks) by a key `"core<digits>"` and
+/// a colon: the `,` ends one part as a `}`, and the next part starts with a `{` before the
+/// key. Such a comma may also sit inside a value (an instruction with a `core5` field, a
+/// string); the part before it is then no valid JSON object (its brackets or quotes do not
+/// balance), its parse fails and the caller reparses the text sequentially. If every part
+/// parses, the text was one valid object whose entries are those of the parts. Nothing else
+/// is parsed here: finding the candidates is a vectorised substring search.
+fn cut_stream(
+    mut r: impl Read,
+    spare: &Receiver<Vec<u8>>,
+    mut emit: impl FnMut(Vec<u8>) -> bool,
+) -> Cut {
+    let finder = memchr::memmem::Finder::new(b"\"core");
+    let mut buf = vec![0u8; READ_BYTES];
+    let mut part: Vec<u8> = Vec::new();
+    // `part[..searched]` holds no candidate still to check.
+    let mut searched = 0;
+    let mut started = false;
     loop {
         let n = match r.read(&mut buf) {
-            Ok(0) => break,
             Ok(n) => n,
-            Err(e) => return Split::Input(InputError::from_io(e)),
+            Err(e) => return Cut::Input(InputError::from_io(e)),
         };
-        let mut entry = |key: &[u8], value: Vec<u8>| {
-            if key == b"config" {
-                return config.replace(value).is_none();
+        if !started && n > 0 {
+            match buf[..n].iter().find(|c| !c.is_ascii_whitespace()) {
+                Some(b'{') => started = true,
+                Some(_) => return Cut::NotJson,
+                None => {}
             }
-            let core = std::str::from_utf8(key)
-                .ok()
-                .and_then(|k| parse_core_key(k, "core"));
-            cores += 1;
-            core.is_some_and(|core| emit(core, value))
-        };
-        match splitter.feed(&buf[..n], &mut entry) {
-            Ok(()) => {}
-            Err(Stop::NotJson) => return Split::NotJson,
-            Err(Stop::Failed) => return Split::Failed,
         }
-    }
-    match splitter.state {
-        State::End => Split::Done { config, cores },
-        _ => Split::Failed,
-    }
-}
-
-/// Where the splitter is in the top-level object.
-#[derive(Clone, Copy, Default, PartialEq, Eq)]
-enum State {
-    #[default]
-    Start,
-    /// After `{`: a key or `}`.
-    Open,
-    Key,
-    Colon,
-    Value,
-    /// Inside an array or object value.
-    Nested,
-    /// After a value: `,` or `}`.
-    After,
-    /// After `,`: a key.
-    Comma,
-    End,
-}
-
-enum Stop {
-    NotJson,
-    Failed,
-}
-
-/// A resumable cutter of a top-level object into its entries (the glue checked strictly, the
-/// values only matched by brackets: serde_json checks each value in full later).
-#[derive(Default)]
-struct Splitter {
-    state: State,
-    key: Vec<u8>,
-    value: Vec<u8>,
-    depth: u32,
-    in_string: bool,
-    escaped: bool,
-}
-
-impl Splitter {
-    fn feed(
-        &mut self,
-        chunk: &[u8],
-        entry: &mut impl FnMut(&[u8], Vec<u8>) -> bool,
-    ) -> Result<(), Stop> {
-        let mut i = 0;
-        while i < chunk.len() {
-            if self.state == State::Nested {
-                i = self.nested(chunk, i);
-                if self.state == State::After {
-                    let value = std::mem::take(&mut self.value);
-                    if !entry(&self.key, value) {
-                        return Err(Stop::Failed);
-                    }
-                }
-                continue;
+        part.extend_from_slice(&buf[..n]);
+        // Candidates in the last `LOOKAHEAD` bytes are checked after the next read.
+        let lookahead = if n == 0 { 0 } else { LOOKAHEAD };
+        while let Some(at) = finder.find(&part[searched..]).map(|i| searched + i) {
+            if at + lookahead >= part.len() {
+                break;
             }
-            let c = chunk[i];
-            i += 1;
-            if self.state == State::Key {
-                match c {
-                    b'"' => self.state = State::Colon,
-                    b'\\' => return Err(Stop::Failed),
-                    _ => self.key.push(c),
-                }
+            searched = at + 1;
+            let Some(comma) = cut_before(&part, at) else {
                 continue;
-            }
-            if c.is_ascii_whitespace() {
-                continue;
-            }
-            self.state = match (self.state, c) {
-                (State::Start, b'{') => State::Open,
-                (State::Start, _) => return Err(Stop::NotJson),
-                (State::Open | State::Comma, b'"') => {
-                    self.key.clear();
-                    State::Key
-                }
-                (State::Open, b'}') | (State::After, b'}') => State::End,
-                (State::Colon, b':') => State::Value,
-                (State::Value, b'[' | b'{') => {
-                    self.value.push(c);
-                    self.depth = 1;
-                    State::Nested
-                }
-                (State::After, b',') => State::Comma,
-                _ => return Err(Stop::Failed),
             };
+            let mut next = spare.try_recv().unwrap_or_default();
+            next.push(b'{');
+            next.extend_from_slice(&part[comma + 1..]);
+            part.truncate(comma);
+            part.push(b'}');
+            if !emit(std::mem::replace(&mut part, next)) {
+                return Cut::Failed;
+            }
+            searched = at - comma + 1;
         }
-        Ok(())
+        searched = searched.max(part.len().saturating_sub(lookahead));
+        if n == 0 {
+            break;
+        }
     }
+    if !started || !emit(part) {
+        return Cut::Failed;
+    }
+    Cut::Done
+}
 
-    /// Scan a nested value from `i`; returns where it stopped (the chunk's end, or just past
-    /// the value's closing bracket, the state then being `After`).
-    fn nested(&mut self, chunk: &[u8], mut i: usize) -> usize {
-        let start = i;
-        while i < chunk.len() {
-            let c = chunk[i];
-            i += 1;
-            if self.in_string {
-                if self.escaped {
-                    self.escaped = false;
-                } else if c == b'\\' {
-                    self.escaped = true;
-                } else if c == b'"' {
-                    self.in_string = false;
-                }
-                continue;
-            }
-            match c {
-                b'"' => self.in_string = true,
-                b'[' | b'{' => self.depth += 1,
-                b']' | b'}' => {
-                    self.depth -= 1;
-                    if self.depth == 0 {
-                        self.state = State::After;
-                        break;
-                    }
-                }
-                _ => {}
-            }
-        }
-        self.value.extend_from_slice(&chunk[start..i]);
-        i
+/// Whether the text at `at` (a `"` followed by `core`) is a key `"core<digits>"` followed by a
+/// colon and preceded by a comma: the comma's index.
+fn cut_before(b: &[u8], at: usize) -> Option<usize> {
+    let blank = |c: &u8| matches!(c, b' ' | b'\t' | b'\n' | b'\r');
+    let rest = &b[at + 5..];
+    let digits = rest.iter().take_while(|c| c.is_ascii_digit()).count();
+    let rest = rest[digits..].strip_prefix(b"\"")?;
+    let colon = rest.iter().position(|c| !blank(c))?;
+    if digits == 0 || rest[colon] != b':' {
+        return None;
     }
+    let comma = b[..at].iter().rposition(|c| !blank(c))?;
+    (b[comma] == b',').then_some(comma)
 }

@@ -109,31 +109,8 @@ impl<'de> Visitor<'de> for ProgramSeed<'_> {
         f.write_str("a program object {\"config\": ..., \"core0\": [...], ...}")
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Program, A::Error> {
-        let mut config: Option<serde_json::Value> = None;
-        let mut cores: BTreeMap<u32, Vec<Inst>> = BTreeMap::new();
-        while let Some(key) = map.next_key::<String>()? {
-            if key == "config" {
-                if config.is_some() {
-                    let problem = CoreKeyProblem::NotACoreKey;
-                    return Err(fail(self.stash, LoadErrorKind::CoreKey { key, problem }));
-                }
-                config = Some(map.next_value()?);
-            } else if let Some(core) = parse_core_key(&key, "core") {
-                if cores.contains_key(&core) {
-                    let problem = CoreKeyProblem::Duplicate(core);
-                    return Err(fail(self.stash, LoadErrorKind::CoreKey { key, problem }));
-                }
-                let insts = map.next_value_seed(CoreSeed {
-                    core,
-                    stash: self.stash,
-                })?;
-                cores.insert(core, insts);
-            } else {
-                let problem = CoreKeyProblem::NotACoreKey;
-                return Err(fail(self.stash, LoadErrorKind::CoreKey { key, problem }));
-            }
-        }
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Program, A::Error> {
+        let Entries { config, cores } = collect_entries(map, self.stash)?;
         let Some(config) = config else {
             let kind = LoadErrorKind::Config {
                 field: "config".into(),
@@ -143,6 +120,76 @@ impl<'de> Visitor<'de> for ProgramSeed<'_> {
         };
         let config = parse_config(&config).map_err(|kind| fail(self.stash, kind))?;
         assemble(config, cores).map_err(|kind| fail(self.stash, kind))
+    }
+}
+
+/// The entries of a program object (or of a part of one), not yet checked against each other.
+#[derive(Default)]
+pub(crate) struct Entries {
+    /// The `config` object, as a tree (it is small).
+    pub config: Option<serde_json::Value>,
+    pub cores: BTreeMap<u32, Vec<Inst>>,
+}
+
+/// Read the entries of a program object: `config` and `core<N>` keys, each at most once.
+fn collect_entries<'de, A: MapAccess<'de>>(
+    mut map: A,
+    stash: &Cell<Option<LoadErrorKind>>,
+) -> Result<Entries, A::Error> {
+    let mut entries = Entries::default();
+    while let Some(key) = map.next_key::<String>()? {
+        if key == "config" {
+            if entries.config.is_some() {
+                let problem = CoreKeyProblem::NotACoreKey;
+                return Err(fail(stash, LoadErrorKind::CoreKey { key, problem }));
+            }
+            entries.config = Some(map.next_value()?);
+        } else if let Some(core) = parse_core_key(&key, "core") {
+            if entries.cores.contains_key(&core) {
+                let problem = CoreKeyProblem::Duplicate(core);
+                return Err(fail(stash, LoadErrorKind::CoreKey { key, problem }));
+            }
+            let insts = map.next_value_seed(CoreSeed { core, stash })?;
+            entries.cores.insert(core, insts);
+        } else {
+            let problem = CoreKeyProblem::NotACoreKey;
+            return Err(fail(stash, LoadErrorKind::CoreKey { key, problem }));
+        }
+    }
+    Ok(entries)
+}
+
+/// The entries of a program object in memory, on one thread; the object need not hold every
+/// core, nor the config (a part cut out of a larger program).
+pub(super) fn read_entries_slice(bytes: &[u8]) -> Result<Entries, LoadError> {
+    let stash = Cell::new(None);
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    let result = EntriesSeed { stash: &stash }
+        .deserialize(&mut de)
+        .and_then(|p| de.end().map(|()| p));
+    finish(result, &stash)
+}
+
+struct EntriesSeed<'s> {
+    stash: &'s Cell<Option<LoadErrorKind>>,
+}
+
+impl<'de> DeserializeSeed<'de> for EntriesSeed<'_> {
+    type Value = Entries;
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Entries, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for EntriesSeed<'_> {
+    type Value = Entries;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a program object {\"config\": ..., \"core0\": [...], ...}")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Entries, A::Error> {
+        collect_entries(map, self.stash)
     }
 }
 
