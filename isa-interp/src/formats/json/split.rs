@@ -294,9 +294,14 @@ fn merge(parsed: Vec<Vec<Parsed>>, count: usize) -> Option<Program> {
     }
     let cores = pieces
         .into_iter()
-        .map(|(core, mut p)| match p.len() {
-            1 => (core, p.pop().unwrap_or_default()),
-            _ => (core, p.concat()),
+        .map(|(core, p)| {
+            // The first piece grows in place (a large vector is remapped, not copied).
+            let total = p.iter().map(Vec::len).sum::<usize>();
+            let mut p = p.into_iter();
+            let mut insts = p.next().unwrap_or_default();
+            insts.reserve_exact(total - insts.len());
+            p.for_each(|more| insts.extend(more));
+            (core, insts)
         })
         .collect();
     let config = parse_config(&config?).ok()?;
