@@ -389,6 +389,8 @@ fn large_texts_take_the_parallel_path_with_the_same_result() {
     let text = to_json(&p);
     assert!(text.len() > 8 << 20, "{}", text.len());
     assert_eq!(json::read_json_slice(&text).unwrap(), p);
+    // Gzip: the cores (over a megabyte each) are also cut between instructions.
+    assert_eq!(formats::load_bytes(&gzip(&text)).unwrap(), p);
 }
 
 /// Apply `edits` (position, byte; a zero byte deletes) to `text`.

@@ -189,7 +189,7 @@ impl Fields<'_> {
 
     fn imm32(&self, field: Field) -> R<i32> {
         let v = self.required(field, IMM32_RANGE)?;
-        imm32_from(v).ok_or((field, out_of_range(IMM32_RANGE, v)))
+        imm32_from(v).ok_or_else(|| (field, out_of_range(IMM32_RANGE, v)))
     }
 
     fn relu(&self) -> R<bool> {
@@ -219,16 +219,18 @@ impl Fields<'_> {
     /// A byte immediate: an integer, or a float truncated toward zero.
     fn lldi_byte(&self) -> R<u8> {
         match self.0.get(Field::Imm) {
-            Some(Val::Float(x)) => lldi_imm_from_float(x).ok_or((
-                Field::Imm,
-                FieldProblem::OutOfRange {
-                    expected: BYTE_RANGE,
-                    found: x.to_string(),
-                },
-            )),
+            Some(Val::Float(x)) => lldi_imm_from_float(x).ok_or_else(|| {
+                (
+                    Field::Imm,
+                    FieldProblem::OutOfRange {
+                        expected: BYTE_RANGE,
+                        found: x.to_string(),
+                    },
+                )
+            }),
             _ => {
                 let v = self.required(Field::Imm, BYTE_RANGE)?;
-                lldi_imm_from_int(v).ok_or((Field::Imm, out_of_range(BYTE_RANGE, v)))
+                lldi_imm_from_int(v).ok_or_else(|| (Field::Imm, out_of_range(BYTE_RANGE, v)))
             }
         }
     }

@@ -7,8 +7,11 @@
 //! beyond `core_cnt`, a repeated key, or any top-level key other than `config` and `core<N>` is
 //! an error.
 //!
-//! Large texts are parsed on several threads ([`split`]): cut at their top-level keys, in
-//! memory or while a gzip stream is inflated, each core parsed on its own.
+//! Large texts are parsed on several threads ([`split`]): in memory, cut at their top-level
+//! keys and each core parsed on its own; while a gzip stream is inflated, cut into parts of
+//! about a megabyte (at core keys and between instructions), each parsed with simd-json
+//! (whose vectorised scan skips the blanks of pretty-printed files fast) through the same
+//! serde visitors.
 //!
 //! Writing produces one instruction object per line, cores in numeric order, every core
 //! `0..core_cnt` present (an idle core is `[]`), and the field spellings pimsim-nn reads (see
@@ -56,7 +59,7 @@ pub fn read_json_slice(bytes: &[u8]) -> Result<Program, LoadError> {
     visit::read_program_slice(bytes)
 }
 
-/// Read a gzip-compressed JSON program, parsing its cores on other threads while the stream
+/// Read a gzip-compressed JSON program, parsing its parts on other threads while the stream
 /// is still being inflated. `None` when the inflated text does not start with `{` (it is
 /// then no JSON program); any error is reported as [`read_json_slice`] reports it on the
 /// whole inflated text, which is inflated again for that purpose.

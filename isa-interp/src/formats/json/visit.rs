@@ -109,31 +109,8 @@ impl<'de> Visitor<'de> for ProgramSeed<'_> {
         f.write_str("a program object {\"config\": ..., \"core0\": [...], ...}")
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Program, A::Error> {
-        let mut config: Option<serde_json::Value> = None;
-        let mut cores: BTreeMap<u32, Vec<Inst>> = BTreeMap::new();
-        while let Some(key) = map.next_key::<String>()? {
-            if key == "config" {
-                if config.is_some() {
-                    let problem = CoreKeyProblem::NotACoreKey;
-                    return Err(fail(self.stash, LoadErrorKind::CoreKey { key, problem }));
-                }
-                config = Some(map.next_value()?);
-            } else if let Some(core) = parse_core_key(&key, "core") {
-                if cores.contains_key(&core) {
-                    let problem = CoreKeyProblem::Duplicate(core);
-                    return Err(fail(self.stash, LoadErrorKind::CoreKey { key, problem }));
-                }
-                let insts = map.next_value_seed(CoreSeed {
-                    core,
-                    stash: self.stash,
-                })?;
-                cores.insert(core, insts);
-            } else {
-                let problem = CoreKeyProblem::NotACoreKey;
-                return Err(fail(self.stash, LoadErrorKind::CoreKey { key, problem }));
-            }
-        }
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Program, A::Error> {
+        let Entries { config, cores, .. } = collect_entries(map, self.stash)?;
         let Some(config) = config else {
             let kind = LoadErrorKind::Config {
                 field: "config".into(),
@@ -143,6 +120,129 @@ impl<'de> Visitor<'de> for ProgramSeed<'_> {
         };
         let config = parse_config(&config).map_err(|kind| fail(self.stash, kind))?;
         assemble(config, cores).map_err(|kind| fail(self.stash, kind))
+    }
+}
+
+/// The entries of a program object (or of a part of one), not yet checked against each other.
+#[derive(Default)]
+pub(crate) struct Entries {
+    /// The `config` object, as a tree (it is small).
+    pub config: Option<serde_json::Value>,
+    pub cores: BTreeMap<u32, Vec<Inst>>,
+    /// The core of the last entry in the text, `None` when that entry is the config.
+    pub last_core: Option<u32>,
+}
+
+/// Read the entries of a program object: `config` and `core<N>` keys, each at most once.
+fn collect_entries<'de, A: MapAccess<'de>>(
+    mut map: A,
+    stash: &Cell<Option<LoadErrorKind>>,
+) -> Result<Entries, A::Error> {
+    let mut entries = Entries::default();
+    while let Some(key) = map.next_key::<String>()? {
+        if key == "config" {
+            if entries.config.is_some() {
+                let problem = CoreKeyProblem::NotACoreKey;
+                return Err(fail(stash, LoadErrorKind::CoreKey { key, problem }));
+            }
+            entries.config = Some(map.next_value()?);
+            entries.last_core = None;
+        } else if let Some(core) = parse_core_key(&key, "core") {
+            if entries.cores.contains_key(&core) {
+                let problem = CoreKeyProblem::Duplicate(core);
+                return Err(fail(stash, LoadErrorKind::CoreKey { key, problem }));
+            }
+            let insts = map.next_value_seed(CoreSeed { core, stash })?;
+            entries.cores.insert(core, insts);
+            entries.last_core = Some(core);
+        } else {
+            let problem = CoreKeyProblem::NotACoreKey;
+            return Err(fail(stash, LoadErrorKind::CoreKey { key, problem }));
+        }
+    }
+    Ok(entries)
+}
+
+/// Reading the entries of a program object (or of a part of one) with simd-json, which finds the text's structure with vector
+/// instructions before serde sees it (and so skips the blanks of a pretty-printed file much
+/// faster). Errors are `None`, which the caller then reports through serde_json: the two
+/// accept the same JSON, only serde_json's messages are the ones documented. The working
+/// memory (simd-json's buffers and tape) is kept from one text to the next, so that it is
+/// mapped once.
+pub(super) struct SimdParser {
+    buffers: simd_json::Buffers,
+    tape: Option<simd_json::Tape<'static>>,
+}
+
+/// How deep simd-json may nest: real programs nest 4 deep; serde_json refuses more than 128,
+/// so anything deeper than this is left to it.
+const SIMD_MAX_DEPTH: usize = 64;
+
+impl Default for SimdParser {
+    fn default() -> Self {
+        SimdParser {
+            buffers: simd_json::Buffers::with_max_depth(0, SIMD_MAX_DEPTH),
+            tape: None,
+        }
+    }
+}
+
+impl SimdParser {
+    /// The entries of the program object in `text` (which is padded and overwritten).
+    pub(super) fn entries(&mut self, text: &mut Vec<u8>) -> Option<Entries> {
+        if has_negative_zero(text) {
+            return None;
+        }
+        let len = text.len();
+        text.resize(len + simd_json::INPUT_PADDING, b' ');
+        let mut tape = self
+            .tape
+            .take()
+            .unwrap_or_else(simd_json::Tape::null)
+            .reset();
+        let entries = match simd_json::fill_tape_padded(text, len, &mut self.buffers, &mut tape) {
+            Ok(()) => {
+                let mut de = simd_json::Deserializer::from_tape(tape);
+                let stash = Cell::new(None);
+                let entries = EntriesSeed { stash: &stash }.deserialize(&mut de).ok();
+                tape = de.into_tape();
+                entries
+            }
+            Err(_) => None,
+        };
+        self.tape = Some(tape.reset());
+        entries
+    }
+}
+
+/// Whether `text` may hold the integer `-0`, which serde_json reads as the float `-0.0` and
+/// simd-json as the integer 0 (the one value found on which they differ): such a text is left
+/// to serde_json.
+fn has_negative_zero(text: &[u8]) -> bool {
+    memchr::memmem::find_iter(text, b"-0")
+        .any(|i| !matches!(text.get(i + 2), Some(b'0'..=b'9' | b'.' | b'e' | b'E')))
+}
+
+struct EntriesSeed<'s> {
+    stash: &'s Cell<Option<LoadErrorKind>>,
+}
+
+impl<'de> DeserializeSeed<'de> for EntriesSeed<'_> {
+    type Value = Entries;
+    fn deserialize<D: de::Deserializer<'de>>(self, d: D) -> Result<Entries, D::Error> {
+        d.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for EntriesSeed<'_> {
+    type Value = Entries;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a program object {\"config\": ..., \"core0\": [...], ...}")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Entries, A::Error> {
+        collect_entries(map, self.stash)
     }
 }
 
