@@ -1,9 +1,11 @@
 //! MVM (`y = W x + b` for each of `N` input rows), twice: [`mvm_direct`] (plain i64 loops)
-//! and [`mvm`] (row dot products in i16×i16→i32, vectorized; exact for the reasons given in
+//! and [`mvm`] (row dot products, or for a transposed weight — a GEMM matrix `[in, out]` —
+//! rows of the matrix scaled and added per block of outputs; both in i16×i16→i32,
+//! vectorized, on every rayon thread; exact for the reasons given in
 //! the [`conv`](crate::conv) module docs: products of int8 values fit i16, and at most
 //! 2^16 of them are summed in i32 before moving to i64).
 
-use ndarray::{Array2, ArrayView1, ArrayView2};
+use ndarray::{s, Array2, ArrayView1, ArrayView2, Axis};
 use rayon::prelude::*;
 
 use crate::case::{check_bias, check_shape, validate_operator, Mvm, Op};
@@ -26,37 +28,89 @@ pub fn mvm(
     p: &Mvm,
 ) -> Result<Array2<i32>, OracleError> {
     let (n_rows, len, outs) = check(&input, &weight, bias.as_ref(), p)?;
-    // Row-major copies only when the views are not already (a GEMM matrix arrives transposed).
     let x = input.as_standard_layout();
-    let w = weight.as_standard_layout();
-    let (x, w) = (
-        x.as_slice().expect("standard layout"),
-        w.as_slice().expect("standard layout"),
-    );
-    let mut out = Array2::<i32>::zeros((n_rows, outs));
-    for n in 0..n_rows {
-        let xr = &x[n * len..(n + 1) * len];
-        // One output per task, on every rayon thread: a 9216 × 4096 layer is 37 M products.
-        let row: Vec<Result<i32, OracleError>> = (0..outs)
-            .into_par_iter()
-            .map(|o| {
-                let wr = &w[o * len..(o + 1) * len];
-                let mut sum: i64 = bias.as_ref().map_or(0, |b| b[o] as i64);
-                for (xc, wc) in xr.chunks(R_CHUNK).zip(wr.chunks(R_CHUNK)) {
-                    sum += dot(xc, wc) as i64;
-                }
-                let v = i32::try_from(sum).map_err(|_| OracleError::Overflow {
-                    index: vec![n, o],
-                    value: sum,
-                })?;
-                Ok(if p.relu { v.max(0) } else { v })
-            })
-            .collect();
-        for (o, v) in row.into_iter().enumerate() {
-            out[[n, o]] = v?;
+    let x = x.as_slice().expect("standard layout");
+    // A GEMM matrix `[in, out]` arrives transposed: multiply it as it lies, row by row,
+    // instead of copying 37 M weights into the other order first.
+    let wt = weight.t();
+    let sums = match wt.strides()[1] {
+        1 => by_columns(x, wt, len, outs),
+        _ => {
+            let w = weight.as_standard_layout();
+            by_rows(x, w.as_slice().expect("standard layout"), len, outs)
         }
+    };
+    let mut out = Array2::<i32>::zeros((n_rows, outs));
+    for ((n, o), slot) in out.indexed_iter_mut() {
+        let sum = sums[n * outs + o] + bias.as_ref().map_or(0, |b| b[o] as i64);
+        let v = i32::try_from(sum).map_err(|_| OracleError::Overflow {
+            index: vec![n, o],
+            value: sum,
+        })?;
+        *slot = if p.relu { v.max(0) } else { v };
     }
     Ok(out)
+}
+
+/// `Σ_i w[o, i] · x[n, i]` for a row-major `w` `[outs, len]`, row-major `[N, outs]`: one dot
+/// product per output, on every rayon thread.
+fn by_rows(x: &[i8], w: &[i8], len: usize, outs: usize) -> Vec<i64> {
+    x.chunks(len.max(1))
+        .flat_map(|xr| {
+            (0..outs)
+                .into_par_iter()
+                .map(|o| {
+                    let wr = &w[o * len..(o + 1) * len];
+                    xr.chunks(R_CHUNK)
+                        .zip(wr.chunks(R_CHUNK))
+                        .map(|(xc, wc)| dot(xc, wc) as i64)
+                        .sum::<i64>()
+                })
+                .collect::<Vec<i64>>()
+        })
+        .collect()
+}
+
+/// Output columns of one task in [`by_columns`]: a 4 KiB i32 accumulator row stays in L1.
+const COLUMN_BLOCK: usize = 1024;
+
+/// The same sums for `wt` = `w` transposed, `[len, outs]` with contiguous rows (a GEMM
+/// matrix or a slice of its columns): each task owns a block of output columns and adds
+/// `x[n, i] · wt[i, block]` row after row (contiguous, vectorized), in i32 over at most
+/// `R_CHUNK` rows, then in i64 (exact for the reasons in the module docs).
+fn by_columns(x: &[i8], wt: ArrayView2<i8>, len: usize, outs: usize) -> Vec<i64> {
+    let blocks: Vec<usize> = (0..outs).step_by(COLUMN_BLOCK).collect();
+    x.chunks(len.max(1))
+        .flat_map(|xr| {
+            blocks
+                .par_iter()
+                .flat_map_iter(|&o0| {
+                    let block = wt.slice(s![.., o0..(o0 + COLUMN_BLOCK).min(outs)]);
+                    let mut wide = vec![0i64; block.ncols()];
+                    let mut acc = vec![0i32; block.ncols()];
+                    for (xc, rows) in xr
+                        .chunks(R_CHUNK)
+                        .zip(block.axis_chunks_iter(Axis(0), R_CHUNK))
+                    {
+                        acc.fill(0);
+                        for (&xi, row) in xc.iter().zip(rows.rows()) {
+                            axpy(&mut acc, xi, row.as_slice().expect("contiguous rows"));
+                        }
+                        wide.iter_mut().zip(&acc).for_each(|(s, &a)| *s += a as i64);
+                    }
+                    wide
+                })
+                .collect::<Vec<i64>>()
+        })
+        .collect()
+}
+
+/// `acc[j] += a · w[j]`, each product exact in i16.
+fn axpy(acc: &mut [i32], a: i8, w: &[i8]) {
+    let a = a as i16;
+    for (s, &b) in acc.iter_mut().zip(w) {
+        *s = s.wrapping_add(a.wrapping_mul(b as i16) as i32);
+    }
 }
 
 /// The same operator as [`mvm`], as plain i64 loops over the arrays: the independent check.

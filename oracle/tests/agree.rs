@@ -77,7 +77,15 @@ proptest! {
         let bias = spec.bias_len().map(|_| Array1::from(b));
         let fast = mvm(input.view(), weight.view(), bias.as_ref().map(|b| b.view()), &p);
         let direct = mvm_direct(input.view(), weight.view(), bias.as_ref().map(|b| b.view()), &p);
-        prop_assert_eq!(outcome(fast), outcome(direct));
+        // The same weight stored transposed, as columns of a wider GEMM matrix `[in, out + 3]`
+        // (the graph reference's slices of a fully connected layer), takes the column-block path.
+        let mut gemm = Array2::<i8>::zeros((p.in_features, p.out_features + 3));
+        gemm.slice_mut(ndarray::s![.., ..p.out_features]).assign(&weight.t());
+        let columns = gemm.slice(ndarray::s![.., ..p.out_features]);
+        let by_columns = mvm(input.view(), columns.t(), bias.as_ref().map(|b| b.view()), &p);
+        let direct = outcome(direct);
+        prop_assert_eq!(&outcome(by_columns), &direct);
+        prop_assert_eq!(outcome(fast), direct);
     }
 
     /// Views with strides other than row-major (a transposed-back copy) give the same result.

@@ -9,8 +9,9 @@
 
 use std::collections::BTreeMap;
 
-use ndarray::{Array2, Array3};
+use ndarray::{s, Array2, Array3, Axis};
 use pimdiff_isa::xbar::{ArrayGroup, CoreCrossbars, CrossbarExport};
+use rayon::prelude::*;
 
 use super::error::PimcompError;
 use super::table::{AgInfo, TInst, TOp};
@@ -75,75 +76,87 @@ impl GroupAssignment {
 }
 
 /// The export: every AG's rows and columns of its node's matrix. `matrix_of(name)` gives a
-/// weighted node's GEMM matrix.
+/// weighted node's GEMM matrix. Cores are filled in parallel (each owns its cells).
 pub fn export<'m>(
     assignment: &GroupAssignment,
     ags: &[AgInfo],
     array_rows: u32,
     array_cols: u32,
-    matrix_of: impl Fn(&str) -> Option<&'m Array2<i8>>,
+    matrix_of: impl Fn(&str) -> Option<&'m Array2<i8>> + Sync,
 ) -> Result<CrossbarExport, PimcompError> {
-    let mut x = CrossbarExport::default();
-    let (ar, ac) = (array_rows as usize, array_cols as usize);
-    for (c, list) in assignment.per_core.iter().enumerate() {
-        if list.is_empty() {
-            continue;
+    let shape = (
+        assignment.arrays_per_core as usize,
+        array_rows as usize,
+        array_cols as usize,
+    );
+    let cores: Vec<Result<(u32, CoreCrossbars), PimcompError>> = assignment
+        .per_core
+        .par_iter()
+        .enumerate()
+        .filter(|(_, list)| !list.is_empty())
+        .map(|(c, list)| Ok((c as u32, core_crossbars(list, ags, shape, &matrix_of)?)))
+        .collect();
+    // The first bad core in order, whichever thread found it first.
+    Ok(CrossbarExport {
+        cores: cores.into_iter().collect::<Result<_, _>>()?,
+    })
+}
+
+/// One core's cells and groups: its AGs `list`, in local group order.
+fn core_crossbars<'m>(
+    list: &[u32],
+    ags: &[AgInfo],
+    (arrays, ar, ac): (usize, usize, usize),
+    matrix_of: &impl Fn(&str) -> Option<&'m Array2<i8>>,
+) -> Result<CoreCrossbars, PimcompError> {
+    let mut cells = Array3::<i32>::zeros((arrays, ar, ac));
+    let mut groups = Vec::with_capacity(list.len());
+    let mut next = 0u32;
+    for (g, &a) in list.iter().enumerate() {
+        let ag = &ags[a as usize];
+        let bad = |what: String| PimcompError::Model(format!("AG {a} ({}): {what}", ag.node_name));
+        let m = matrix_of(&ag.node_name)
+            .ok_or_else(|| bad("not a CONV/FC node of node_list".into()))?;
+        let (r0, r1) = (ag.height_start as usize, ag.height_end as usize + 1);
+        if r0 >= r1 || r1 > m.nrows() || r1 - r0 > ar {
+            return Err(bad(format!(
+                "rows {r0}..{r1} do not fit a {}-row matrix and {ar}-row arrays",
+                m.nrows()
+            )));
         }
-        let mut cells = Array3::<i32>::zeros((assignment.arrays_per_core as usize, ar, ac));
-        let mut groups = Vec::with_capacity(list.len());
-        let mut next = 0u32;
-        for (g, &a) in list.iter().enumerate() {
-            let ag = &ags[a as usize];
-            let bad =
-                |what: String| PimcompError::Model(format!("AG {a} ({}): {what}", ag.node_name));
-            let m = matrix_of(&ag.node_name)
-                .ok_or_else(|| bad("not a CONV/FC node of node_list".into()))?;
-            let (r0, r1) = (ag.height_start as usize, ag.height_end as usize + 1);
-            if r0 >= r1 || r1 > m.nrows() || r1 - r0 > ar {
+        let arrays: Vec<u32> = (next..next + ag.crossbar_num).collect();
+        let mut cols = 0usize;
+        for (k, xb) in ag.crossbar.iter().enumerate() {
+            let (c0, c1) = (xb.width_start as usize, xb.width_end as usize + 1);
+            if c0 != cols
+                || c0 != k * ac
+                || c1 <= c0
+                || c1 - c0 > ac
+                || c1 > m.ncols()
+                || k >= arrays.len()
+            {
                 return Err(bad(format!(
-                    "rows {r0}..{r1} do not fit a {}-row matrix and {ar}-row arrays",
-                    m.nrows()
+                    "crossbar {k} columns {c0}..{c1} are not the next ≤ {ac} of {} columns",
+                    m.ncols()
                 )));
             }
-            let arrays: Vec<u32> = (next..next + ag.crossbar_num).collect();
-            let mut cols = 0usize;
-            for (k, xb) in ag.crossbar.iter().enumerate() {
-                let (c0, c1) = (xb.width_start as usize, xb.width_end as usize + 1);
-                if c0 != cols
-                    || c0 != k * ac
-                    || c1 <= c0
-                    || c1 - c0 > ac
-                    || c1 > m.ncols()
-                    || k >= arrays.len()
-                {
-                    return Err(bad(format!(
-                        "crossbar {k} columns {c0}..{c1} are not the next ≤ {ac} of {} columns",
-                        m.ncols()
-                    )));
-                }
-                for r in r0..r1 {
-                    for j in c0..c1 {
-                        cells[[arrays[k] as usize, r - r0, j - c0]] = m[[r, j]] as i32;
-                    }
-                }
-                cols = c1;
-            }
-            next += ag.crossbar_num;
-            groups.push(ArrayGroup {
-                group: g as u32,
-                arrays,
-                rows: (r1 - r0) as u32,
-                cols: cols as u32,
-            });
+            let mut array = cells.index_axis_mut(Axis(0), arrays[k] as usize);
+            array
+                .slice_mut(s![..r1 - r0, ..c1 - c0])
+                .zip_mut_with(&m.slice(s![r0..r1, c0..c1]), |cell, &v| *cell = v as i32);
+            cols = c1;
         }
-        x.cores.insert(
-            c as u32,
-            CoreCrossbars {
-                mbiw: 8,
-                cells,
-                groups,
-            },
-        );
+        next += ag.crossbar_num;
+        groups.push(ArrayGroup {
+            group: g as u32,
+            arrays,
+            rows: (r1 - r0) as u32,
+            cols: cols as u32,
+        });
     }
-    Ok(x)
+    Ok(CoreCrossbars {
+        mbiw: 8,
+        cells,
+        groups,
+    })
 }

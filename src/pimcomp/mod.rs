@@ -31,6 +31,7 @@ pub mod synth;
 pub mod table;
 pub mod verdict;
 
+use std::borrow::Cow;
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -111,16 +112,30 @@ impl Checked {
     }
 }
 
+/// Phase timings: each lap is the wall time since the previous one.
+struct Clock {
+    at: Instant,
+    laps: Vec<(&'static str, f64)>,
+}
+
+impl Clock {
+    fn lap(&mut self, name: &'static str) {
+        self.laps.push((name, self.at.elapsed().as_secs_f64()));
+        self.at = Instant::now();
+    }
+}
+
+/// What the reference thread returns: every node's value and its own time.
+type Timed<T> = (Result<T, PimcompError>, f64);
+
 /// Runs the whole check.
 pub fn check(opts: &Options) -> Result<Checked, PimcompError> {
-    let mut timings = Vec::new();
-    let mut clock = Instant::now();
-    let mut lap = |name: &'static str, timings: &mut Vec<(&'static str, f64)>| {
-        timings.push((name, clock.elapsed().as_secs_f64()));
-        clock = Instant::now();
+    let mut clock = Clock {
+        at: Instant::now(),
+        laps: Vec::new(),
     };
     let (program, table) = load(opts)?;
-    lap("load program and side table", &mut timings);
+    clock.lap("load program and side table");
     let cores = &table.instruction.core_list;
     let alignment = align::align(&program, cores, &table.ags)?;
     let mode = if cores.iter().flatten().flatten().any(|t| t.op == TOp::Ver) {
@@ -132,79 +147,131 @@ pub fn check(opts: &Options) -> Result<Checked, PimcompError> {
     let model = Model::new(&table.node_list, mode, &all)?;
     drop(all);
     let synthesis = synth::synthesise(&model, opts.seed, BiasRule::ImagePrefix);
-    lap("synthesise", &mut timings);
+    clock.lap("synthesise");
     let reference_params = control_params(&model, &synthesis.params, opts.control);
-    let reference = evaluate(&model.graph, synthesis.image.view(), &reference_params)
-        .map_err(|e| PimcompError::Setup(format!("reference: {e}")))?;
-    lap("reference", &mut timings);
+    let input = Input {
+        opts,
+        program: &program,
+        table: &table,
+        alignment: &alignment,
+        mode,
+        model: &model,
+        synthesis: &synthesis,
+    };
+    // The reference and the rewritten program's machine do not depend on each other: the
+    // reference is evaluated on its own thread (its layers use the rayon pool) while this one
+    // builds the export, the rewrite and the machine's crossbars.
+    std::thread::scope(|s| {
+        let reference = s.spawn(|| -> Timed<Vec<Value>> {
+            let start = Instant::now();
+            let r = evaluate(&model.graph, synthesis.image.view(), &reference_params)
+                .map_err(|e| PimcompError::Setup(format!("reference: {e}")));
+            (r, start.elapsed().as_secs_f64())
+        });
+        let reference = move || match reference.join() {
+            Ok(timed) => timed,
+            Err(panic) => std::panic::resume_unwind(panic),
+        };
+        run_and_judge(&input, clock, reference)
+    })
+}
 
-    let groups = crossbars::GroupAssignment::new(cores, program.cores.len(), &table.ags)?;
+/// What the check has read and synthesised before the run.
+struct Input<'a> {
+    opts: &'a Options,
+    program: &'a Program,
+    table: &'a table::SideTable,
+    alignment: &'a align::Alignment,
+    mode: Mode,
+    model: &'a Model,
+    synthesis: &'a synth::Synthesis,
+}
+
+/// The rewrite, the run (once `reference` has arrived: batch mode preloads from it), the
+/// verdicts and, where a node mismatches, the localization.
+fn run_and_judge(
+    input: &Input,
+    mut clock: Clock,
+    reference: impl FnOnce() -> Timed<Vec<Value>>,
+) -> Result<Checked, PimcompError> {
+    let (opts, program, mode, model) = (input.opts, input.program, input.mode, input.model);
+    let (cores, ags) = (&input.table.instruction.core_list, &input.table.ags);
+    let groups = crossbars::GroupAssignment::new(cores, program.cores.len(), ags)?;
     let hints = ArchHints {
         arrays_per_core: Some(groups.arrays_per_core),
         ..ArchHints::default()
     };
     let arch = Arch::resolve(&program.arch, program.cores.len() as u32, &hints);
-    let export = export(&groups, &table.ags, arch, &model, &synthesis.params)?;
-    let layout = rewrite::layout(&model, mode, cores, opts.probes, synthesis.image.len())?;
+    let export = export(&groups, ags, arch, model, &input.synthesis.params)?;
+    let image = &input.synthesis.image;
+    let layout = rewrite::layout(model, mode, cores, opts.probes, image.len())?;
     let mut rewritten = rewrite::rewrite(&RewriteInput {
-        program: &program,
+        program,
         table: cores,
-        alignment: &alignment,
+        alignment: input.alignment,
         groups: &groups,
-        group_map: groups.group_map(&table.ags),
-        model: &model,
+        group_map: groups.group_map(ags),
+        model,
         layout: &layout,
         mode,
     })?;
     if mode == Mode::Batch {
-        reduce::attribute_post_ops(&model, &mut rewritten);
+        reduce::attribute_post_ops(model, &mut rewritten);
     }
-    let preload = preload(&model, &layout, &synthesis.image, &reference)?;
-    lap("rewrite", &mut timings);
-
     let options = MachineOptions {
         schedule: opts.schedule,
         cell_fill: CellFill::Zero,
         ..MachineOptions::default()
     };
-    let mut machine = new_machine(&rewritten.program, &export, arch, options, &preload)?;
+    let mut machine = new_machine(&rewritten.program, &export, arch, options)?;
+    clock.lap("rewrite");
+    let (reference, reference_secs) = reference();
+    let reference = reference?;
+    clock.lap("wait for the reference");
+    clock
+        .laps
+        .push(("reference (beside the rewrite)", reference_secs));
+    let preload = preload(model, &layout, image, &reference)?;
+    write_preload(&mut machine, &preload)?;
     let outcome = machine.run();
     let instructions = machine.stats().instructions;
-    lap("run", &mut timings);
+    clock.lap("run");
 
     let read = |addr: u32, len: usize| {
         machine
             .read_gmem(addr, len as u32)
             .unwrap_or_else(|_| vec![0; len])
     };
-    let observations = verdict::observations(&model, mode, cores, &layout);
+    let observations = verdict::observations(model, mode, cores, &layout);
     let regions = observations
         .iter()
         .map(|o| o.as_ref().and_then(verdict::Observation::base))
         .collect();
     let (mut verdicts, observed) = judge_nodes(
-        &model,
+        model,
         mode,
         &reference,
         &observations,
-        &alignment.disagreements,
+        &input.alignment.disagreements,
         &read,
     );
-    lap("compare", &mut timings);
+    drop(machine);
+    clock.lap("compare");
     if verdicts.iter().any(|v| v.status == Status::Mismatch) {
         let ctx = localize::Context {
-            program: &program,
+            program,
             table: cores,
-            alignment: &alignment,
+            alignment: input.alignment,
             origin: &rewritten.origin,
-            ags: &table.ags,
-            model: &model,
+            ags,
+            model,
             layout: &layout,
             mode,
         };
-        let again = new_machine(&rewritten.program, &export, arch, options, &preload)?;
+        let mut again = new_machine(&rewritten.program, &export, arch, options)?;
+        write_preload(&mut again, &preload)?;
         localize::localize(&ctx, again, &mut verdicts);
-        lap("localize", &mut timings);
+        clock.lap("localize");
     }
     Ok(Checked {
         mode,
@@ -221,7 +288,7 @@ pub fn check(opts: &Options) -> Result<Checked, PimcompError> {
         reference,
         observed,
         arch,
-        timings,
+        timings: clock.laps,
         instructions,
     })
 }
@@ -299,48 +366,63 @@ fn export(
     crossbars::export(groups, ags, arch.array_rows, arch.array_cols, matrix_of)
 }
 
-/// A machine for the rewritten program with the preloads written.
+/// A machine for the rewritten program.
 fn new_machine<'p>(
     program: &'p Program,
     export: &'p CrossbarExport,
     arch: Arch,
     options: MachineOptions,
-    preload: &[(u32, Vec<i8>, String)],
 ) -> Result<Machine<'p>, PimcompError> {
-    let mut machine = Machine::new(program, export, arch, options)
-        .map_err(|e| PimcompError::Setup(format!("machine: {e}")))?;
+    Machine::new(program, export, arch, options)
+        .map_err(|e| PimcompError::Setup(format!("machine: {e}")))
+}
+
+/// Writes the preloads into global memory.
+fn write_preload(
+    machine: &mut Machine,
+    preload: &[(u32, Vec<i8>, String)],
+) -> Result<(), PimcompError> {
     for (addr, bytes, what) in preload {
         let raw: Vec<u8> = bytes.iter().map(|&b| b as u8).collect();
         machine
             .write_gmem(*addr, &raw)
             .map_err(|e| PimcompError::Setup(format!("preload {what}: {e}")))?;
     }
-    Ok(machine)
+    Ok(())
 }
 
-/// The reference's parameters under a negative control.
-fn control_params(model: &Model, params: &[NodeParams], control: Control) -> Vec<NodeParams> {
-    params
-        .iter()
-        .zip(&model.graph.nodes)
-        .map(|(p, n)| {
-            let mut p = p.clone();
-            match (control, &n.op) {
-                (Control::NoBiasAlias, _) => p.bias = p.bias.map(|b| b.mapv(|_| 0)),
-                (Control::ChwRows, NodeOp::Conv(c)) => {
-                    if let Some(m) = &p.matrix {
-                        let (kh, kw, cin) = (c.kernel[0], c.kernel[1], c.in_channels);
-                        p.matrix = Some(Array2::from_shape_fn(m.dim(), |(r, k)| {
-                            let (i, j, ch) = (r / (kw * cin), (r / cin) % kw, r % cin);
-                            m[[(ch * kh + i) * kw + j, k]]
-                        }));
+/// The reference's parameters under a negative control (borrowed as they are without one).
+fn control_params<'p>(
+    model: &Model,
+    params: &'p [NodeParams],
+    control: Control,
+) -> Cow<'p, [NodeParams]> {
+    if control == Control::None {
+        return Cow::Borrowed(params);
+    }
+    Cow::Owned(
+        params
+            .iter()
+            .zip(&model.graph.nodes)
+            .map(|(p, n)| {
+                let mut p = p.clone();
+                match (control, &n.op) {
+                    (Control::NoBiasAlias, _) => p.bias = p.bias.map(|b| b.mapv(|_| 0)),
+                    (Control::ChwRows, NodeOp::Conv(c)) => {
+                        if let Some(m) = &p.matrix {
+                            let (kh, kw, cin) = (c.kernel[0], c.kernel[1], c.in_channels);
+                            p.matrix = Some(Array2::from_shape_fn(m.dim(), |(r, k)| {
+                                let (i, j, ch) = (r / (kw * cin), (r / cin) % kw, r % cin);
+                                m[[(ch * kh + i) * kw + j, k]]
+                            }));
+                        }
                     }
+                    _ => {}
                 }
-                _ => {}
-            }
-            p
-        })
-        .collect()
+                p
+            })
+            .collect(),
+    )
 }
 
 /// The image at 0 and, in batch mode, every provider tensor from the reference.

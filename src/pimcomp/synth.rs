@@ -70,17 +70,7 @@ pub fn synthesise(model: &Model, seed: u64, bias: BiasRule) -> Synthesis {
                 }
                 _ => return NodeParams::default(),
             };
-            let (cin, g) = groups;
-            let (cg, kg) = (cin / g.max(1), cols / g.max(1));
-            let mut r = rng(seed, i as u64 + 1);
-            let matrix = Array2::from_shape_fn((rows, cols), |(row, k)| {
-                let v = r.random::<i8>();
-                if g <= 1 || (row % cin) / cg == k / kg {
-                    v
-                } else {
-                    0
-                }
-            });
+            let matrix = matrix((rows, cols), groups, rng(seed, i as u64 + 1), CHUNK);
             let bias = with_bias.then(|| match bias {
                 BiasRule::ImagePrefix => {
                     Array1::from_shape_fn(cols, |k| flat.get(k).copied().unwrap_or(0))
@@ -94,4 +84,68 @@ pub fn synthesise(model: &Model, seed: u64, bias: BiasRule) -> Synthesis {
         })
         .collect();
     Synthesis { image, params }
+}
+
+/// Weights drawn per parallel task: a large layer (AlexNet's fc6 has 38 M) is cut into chunks.
+const CHUNK: usize = 1 << 20;
+
+/// A `rows × cols` matrix of `stream`'s values in row-major order, zero outside each output
+/// column's group (`groups` = (input channels, groups)). Each value takes one 32-bit word of
+/// the stream, so a chunk of `chunk` values starting at element `e` starts at word `e`: chunks
+/// are drawn in parallel with the same values as in one pass.
+fn matrix(
+    (rows, cols): (usize, usize),
+    (cin, g): (usize, usize),
+    stream: ChaCha8Rng,
+    chunk: usize,
+) -> Array2<i8> {
+    let (cg, kg) = (cin / g.max(1), cols / g.max(1));
+    let mut values = vec![0i8; rows * cols];
+    values
+        .par_chunks_mut(chunk.max(1))
+        .enumerate()
+        .for_each(|(n, part)| {
+            let start = n * chunk.max(1);
+            let mut r = stream.clone();
+            r.set_word_pos(start as u128);
+            for (e, slot) in (start..).zip(part.iter_mut()) {
+                let v = r.random::<i8>();
+                let (row, k) = (e / cols.max(1), e % cols.max(1));
+                *slot = if g <= 1 || (row % cin) / cg == k / kg {
+                    v
+                } else {
+                    0
+                };
+            }
+        });
+    Array2::from_shape_vec((rows, cols), values).expect("rows × cols values")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Chunks drawn apart (seeking the stream) hold the values of one sequential pass.
+    #[test]
+    fn chunked_draws_equal_one_pass() {
+        for (shape, groups) in [((7, 12), (4, 1)), ((12, 6), (6, 3)), ((1, 1), (1, 1))] {
+            let mut r = rng(5, 3);
+            let (cg, kg) = (groups.0 / groups.1, shape.1 / groups.1);
+            let one_pass = Array2::from_shape_fn(shape, |(row, k)| {
+                let v = r.random::<i8>();
+                if groups.1 <= 1 || (row % groups.0) / cg == k / kg {
+                    v
+                } else {
+                    0
+                }
+            });
+            for chunk in [1, 5, 64, 1 << 20] {
+                assert_eq!(
+                    matrix(shape, groups, rng(5, 3), chunk),
+                    one_pass,
+                    "{shape:?} {chunk}"
+                );
+            }
+        }
+    }
 }

@@ -12,6 +12,8 @@
 
 use std::collections::HashMap;
 
+use ndarray::s;
+
 use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -40,9 +42,18 @@ impl Dense {
     fn from_row_major(rows: usize, stride: usize, values: Vec<i32>, min: i32, max: i32) -> Dense {
         if min >= i16::MIN as i32 && max <= i16::MAX as i32 {
             let mut pairs = vec![0i16; rows.div_ceil(2) * stride * 2];
-            for r in 0..rows {
-                for j in 0..stride {
-                    pairs[pair_index(stride, r, j)] = values[r * stride + j] as i16;
+            // Rows 2p and 2p + 1 interleaved into pair row p (see `pair_index`).
+            for (p, out) in pairs.chunks_exact_mut(2 * stride.max(1)).enumerate() {
+                let r = 2 * p;
+                let even = &values[r * stride..(r + 1) * stride];
+                for (o, &v) in out.iter_mut().step_by(2).zip(even) {
+                    *o = v as i16;
+                }
+                if r + 1 < rows {
+                    let odd = &values[(r + 1) * stride..(r + 2) * stride];
+                    for (o, &v) in out.iter_mut().skip(1).step_by(2).zip(odd) {
+                        *o = v as i16;
+                    }
                 }
             }
             Dense {
@@ -306,16 +317,20 @@ fn build_export(
             });
         }
         let (rows, cols) = (g.rows as usize, g.cols as usize);
+        // Row r: the first `cols` columns of the group's arrays' rows r, side by side.
         let mut values = Vec::with_capacity(rows * cols);
-        let (mut min, mut max) = (0i32, 0i32);
         for r in 0..rows {
-            for j in 0..cols {
-                let v = x.cells[[g.arrays[j / ac] as usize, r, j % ac]];
-                min = min.min(v);
-                max = max.max(v);
-                values.push(v);
+            for (k, &a) in g.arrays.iter().enumerate().take(cols.div_ceil(ac.max(1))) {
+                let row = x.cells.slice(s![a as usize, r, ..(cols - k * ac).min(ac)]);
+                match row.as_slice() {
+                    Some(cells) => values.extend_from_slice(cells),
+                    None => values.extend(row.iter().copied()),
+                }
             }
         }
+        let (min, max) = values
+            .iter()
+            .fold((0i32, 0i32), |(lo, hi), &v| (lo.min(v), hi.max(v)));
         let group = ExportGroup {
             rows: g.rows,
             cols: g.cols,
