@@ -89,19 +89,95 @@ pub enum Reduction {
     /// contributor, `ld`s and adds (see [`codegen`]). Channel-wise lowering only; the
     /// pixel-wise lowering and programs of more than 16 cores reduce over the NoC.
     Gmem,
+    /// One of the two per case, as a fixed function of the case's specification (about half
+    /// of the cases with a cross-core reduction each way): what hunts use, so that both
+    /// strategies get tested while a case always compiles the same way (a finding replays
+    /// exactly without recording the choice).
+    PerCase,
 }
 
 impl Reduction {
     /// Both strategies, NoC first.
     pub const ALL: [Reduction; 2] = [Reduction::Noc, Reduction::Gmem];
 
-    /// `noc` or `gmem`, as on the command line.
+    /// `noc`, `gmem` or `per-case`, as on the command line.
     pub fn name(self) -> &'static str {
         match self {
             Reduction::Noc => "noc",
             Reduction::Gmem => "gmem",
+            Reduction::PerCase => "per-case",
         }
     }
+
+    /// The strategy `case` is compiled with: this one, or for [`Reduction::PerCase`] the one
+    /// a hash of the case's operation, input shape and architecture picks (splitmix64 over
+    /// their numbers: stable across platforms and releases).
+    pub fn for_case(self, case: &Case) -> Reduction {
+        if self != Reduction::PerCase {
+            return self;
+        }
+        let spec = &case.spec;
+        let mut numbers: Vec<u64> = match &spec.op {
+            pimdiff_oracle::Op::Conv2d(c) => [
+                c.in_channels,
+                c.out_channels,
+                c.kernel[0],
+                c.kernel[1],
+                c.stride[0],
+                c.stride[1],
+                c.padding[0],
+                c.padding[1],
+                c.padding[2],
+                c.padding[3],
+                c.dilation[0],
+                c.dilation[1],
+                c.groups,
+                c.bias as usize,
+                c.relu as usize,
+            ]
+            .iter()
+            .map(|&v| v as u64)
+            .collect(),
+            pimdiff_oracle::Op::Mvm(m) => [
+                m.in_features,
+                m.out_features,
+                m.bias as usize,
+                m.relu as usize,
+            ]
+            .iter()
+            .map(|&v| v as u64 | 1 << 40)
+            .collect(),
+        };
+        numbers.extend(spec.input_shape.iter().map(|&v| v as u64));
+        let a = &spec.arch;
+        numbers.extend(
+            [
+                a.cores,
+                a.arrays_per_core,
+                a.array_rows,
+                a.array_cols,
+                a.local_memory_bytes,
+            ]
+            .iter()
+            .map(|&v| v as u64),
+        );
+        let h = numbers
+            .into_iter()
+            .fold(0x0070_6572_6361_7365_u64, |h, v| splitmix64(h ^ v));
+        if h & 1 == 0 {
+            Reduction::Noc
+        } else {
+            Reduction::Gmem
+        }
+    }
+}
+
+/// One step of splitmix64 (a well-mixed, fixed 64-bit hash step).
+fn splitmix64(x: u64) -> u64 {
+    let mut z = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
 }
 
 impl std::fmt::Display for Reduction {
@@ -113,10 +189,10 @@ impl std::fmt::Display for Reduction {
 impl std::str::FromStr for Reduction {
     type Err = String;
     fn from_str(s: &str) -> Result<Reduction, String> {
-        Reduction::ALL
+        [Reduction::Noc, Reduction::Gmem, Reduction::PerCase]
             .into_iter()
             .find(|r| r.name() == s)
-            .ok_or_else(|| format!("unknown reduction {s:?} (expected noc or gmem)"))
+            .ok_or_else(|| format!("unknown reduction {s:?} (expected noc, gmem or per-case)"))
     }
 }
 
@@ -261,7 +337,7 @@ fn lower(
     let clip = options.skip_padding;
     let emitters = match &c.buffers {
         Bufferized::Channel(b) => {
-            let gmem = options.reduction == Reduction::Gmem
+            let gmem = options.reduction.for_case(case) == Reduction::Gmem
                 && c.mapping.cores <= codegen::GMEM_REDUCTION_MAX_CORES;
             codegen::generate(&c.spatial, &c.mapping, b, clip, gmem, record)
         }

@@ -220,3 +220,41 @@ fn most_random_cases_compile() {
     let compiled = (0..200u64).filter(|&s| check(s).expect("agrees")).count();
     assert!(compiled >= 140, "only {compiled} of 200 cases compiled");
 }
+
+/// `per-case` compiles each case exactly as the strategy it picks for it, picks each for a
+/// fair share of cases, and the programs it makes agree with the oracle.
+#[test]
+fn per_case_reduction_is_one_of_the_two_fixed_per_case() {
+    use pimdiff_compiler::{compile, Reduction};
+    let per_case = CompileOptions {
+        reduction: Reduction::PerCase,
+        ..CompileOptions::default()
+    };
+    let mut picked = [0usize; 2];
+    for seed in 0..200u64 {
+        let case = random_case(seed);
+        let chosen = Reduction::PerCase.for_case(&case);
+        assert_eq!(chosen, Reduction::PerCase.for_case(&case), "seed {seed}");
+        picked[usize::from(chosen == Reduction::Gmem)] += 1;
+        let explicit = CompileOptions {
+            reduction: chosen,
+            ..CompileOptions::default()
+        };
+        match (compile(&case, &per_case), compile(&case, &explicit)) {
+            (Ok(a), Ok(b)) => {
+                assert_eq!(a.program, b.program, "seed {seed}");
+                let out = compile_and_run(&case, &per_case).expect("runs");
+                if let Some(out) = out {
+                    assert_eq!(
+                        out,
+                        pimdiff_oracle::reference(&case).unwrap(),
+                        "seed {seed}"
+                    );
+                }
+            }
+            (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string(), "seed {seed}"),
+            (a, b) => panic!("seed {seed}: {:?} vs {:?}", a.is_ok(), b.is_ok()),
+        }
+    }
+    assert!(picked[0] >= 60 && picked[1] >= 60, "{picked:?}");
+}

@@ -52,10 +52,12 @@ pub struct CompilerArgs {
     /// finding recorded.
     #[arg(long, value_name = "channel|pixel|both")]
     pub lowering: Option<LoweringChoice>,
-    /// In-repo compiler: how partial sums are reduced across cores, `noc` (default:
-    /// `send`/`recv`) or `gmem` (`st`, `sync`, `wait`, `ld`, as PIMCOMP-NN does). The
-    /// injected race classes always use `gmem`.
-    #[arg(long, value_name = "noc|gmem")]
+    /// In-repo compiler: how partial sums are reduced across cores, `noc` (`send`/`recv`),
+    /// `gmem` (`st`, `sync`, `wait`, `ld`, as PIMCOMP-NN does) or `per-case` (default: each
+    /// case one of the two, a fixed function of the case, so a hunt tests both and a finding
+    /// replays exactly). The injected race classes always use `gmem`, the other injected
+    /// classes `noc`.
+    #[arg(long, value_name = "noc|gmem|per-case")]
     pub reduction: Option<Reduction>,
     /// With `--inject-bug` and `--lowering both`: the lowering the bug goes into (default
     /// channel); the other lowering is compiled correctly.
@@ -101,7 +103,8 @@ impl CompilerArgs {
             CompilerUnderTest::InRepo(CompileOptions {
                 skip_padding: !self.no_skip_padding,
                 weight_skipping: !self.no_weight_skipping,
-                reduction: self.reduction.unwrap_or_default(),
+                // Both strategies get tested, each case always the same way.
+                reduction: self.reduction.unwrap_or(Reduction::PerCase),
                 ..CompileOptions::default()
             })
         };

@@ -49,8 +49,10 @@ pub fn describe(o: &CompileOptions) -> String {
     if o.lowering == pimdiff_compiler::Lowering::Pixel {
         opts.push("pixel-wise");
     }
-    if o.reduction == pimdiff_compiler::Reduction::Gmem {
-        opts.push("gmem reduction");
+    match o.reduction {
+        pimdiff_compiler::Reduction::Noc => {}
+        pimdiff_compiler::Reduction::Gmem => opts.push("gmem reduction"),
+        pimdiff_compiler::Reduction::PerCase => opts.push("per-case reduction"),
     }
     let opts = if opts.is_empty() {
         "no optimizations".to_string()
