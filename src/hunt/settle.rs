@@ -31,6 +31,8 @@ struct Final {
     signature: Signature,
     localized: bool,
     buckets: Vec<usize>,
+    /// The bucket whose case `triaged` minimized (the saved case's origin).
+    representative: usize,
     triaged: Option<Triaged>,
 }
 
@@ -68,12 +70,14 @@ pub(super) fn settle(
                 f.buckets.sort_unstable();
                 if f.triaged.is_none() {
                     f.triaged = t;
+                    f.representative = g.representative;
                 }
             }
             None => finals.push(Final {
                 signature,
                 localized,
                 buckets: g.buckets,
+                representative: g.representative,
                 triaged: t,
             }),
         }
@@ -212,7 +216,8 @@ fn save_final(
                     case: &t.case,
                     result: &t.result,
                     signature: &f.signature,
-                    index: first.index,
+                    // The case saved is the representative's, minimized.
+                    index: swept.firsts[f.representative].index,
                     minimization: Some(stats_of(t)),
                     suspects: &t.suspects,
                     triaged: true,
