@@ -142,6 +142,8 @@ struct State {
     pairs: HashSet<((u32, u32), (u32, u32))>,
     /// Per event: racing prior access → the racing range found so far.
     found: Vec<(u32, u32, u64)>,
+    /// Bytes found racing so far (see `RaceDetector::access`).
+    notes: u64,
     /// Per event: old read state → new read state, so bytes that shared a read set share
     /// the new one too (keeps the read sets bounded by the events, not the bytes).
     memo: Vec<(u32, u32)>,
@@ -165,6 +167,7 @@ impl Default for RaceDetector {
                 races: Vec::new(),
                 pairs: HashSet::new(),
                 found: Vec::new(),
+                notes: 0,
                 memo: Vec::new(),
             },
         }
@@ -186,11 +189,26 @@ impl RaceDetector {
     fn access(&mut self, at: &Site, bytes: Bytes, write: bool) {
         let st = &mut self.st;
         let id = st.begin(at, write);
+        // Neighbouring bytes mostly share their state (one store wrote them all): a byte whose
+        // state equals the previous byte's, when that one found no race, gets the same new
+        // state without being checked again (the check is a function of the state alone).
+        let mut last: Option<(u64, u64)> = None;
         self.shadow.chunks_mut(bytes, |addr, cells| {
             for (i, v) in cells.iter_mut().enumerate() {
-                let mut cell = Cell::load(*v);
+                if let Some((before, after)) = last {
+                    if *v == before {
+                        *v = after;
+                        continue;
+                    }
+                }
+                let before = *v;
+                let notes = st.notes;
+                let mut cell = Cell::load(before);
                 st.update(&mut cell, addr as u64 + i as u64, id, at.core, write);
                 *v = cell.store();
+                // Only a byte that found no race may stand for the next (a race's byte range
+                // grows byte by byte).
+                last = (st.notes == notes).then_some((before, *v));
             }
         });
         st.finish(at, write);
@@ -307,6 +325,7 @@ impl State {
 
     /// Byte `addr` races with the prior access `prior`.
     fn note(&mut self, prior: u32, addr: u64) {
+        self.notes += 1;
         match self.found.iter_mut().find(|f| f.0 == prior) {
             Some(f) => f.2 = f.2.max(addr + 1),
             None => self.found.push((prior, addr as u32, addr + 1)),
