@@ -68,6 +68,9 @@ fn main() -> ExitCode {
         Command::Lowerings(a) => cli::lowerings::main(a),
         Command::Repro(a) => cli::repro::main(a),
         Command::Replay(a) => cli::replay::main(a),
+        Command::Hunt(a) if a.pimcomp.target == cli::hunt::Target::PimcompNn => {
+            cli::hunt_pimcomp::main(a)
+        }
         Command::Hunt(a) => cli::hunt::main(a),
         Command::FromFuzz(a) => cli::from_fuzz::main(a),
         Command::Pimcomp(a) => cli::pimcomp::main(a),

@@ -214,7 +214,9 @@ fn pick_seed() -> u64 {
 /// measurement (README, "Schedules") to keep the clean hunt's throughput.
 pub const DEFAULT_SCHEDULES: u32 = 1;
 
-pub fn main(mut args: Args) -> anyhow::Result<ExitCode> {
+/// The hunt's seed (picked and printed first when `--seed` is absent) and its limit: what
+/// every target's hunt starts with.
+pub fn seed_and_limit(args: &mut Args) -> anyhow::Result<(u64, Limit)> {
     let seed = *args.seed.get_or_insert_with(|| {
         let seed = pick_seed();
         println!("seed: {seed} (picked; rerun with --seed {seed})");
@@ -225,9 +227,13 @@ pub fn main(mut args: Args) -> anyhow::Result<ExitCode> {
         (None, Some(d)) => Limit::Duration(d),
         (None, None) => anyhow::bail!("give --cases N or --duration D"),
     };
-    if args.pimcomp.target == Target::PimcompNn {
-        return crate::cli::hunt_pimcomp::main(&args, seed, limit);
-    }
+    Ok((seed, limit))
+}
+
+/// `pimdiff hunt` against the in-repo or an external compiler (`--target pimcomp-nn` is
+/// `hunt_pimcomp::main`).
+pub fn main(mut args: Args) -> anyhow::Result<ExitCode> {
+    let (seed, limit) = seed_and_limit(&mut args)?;
     let out = args.out.clone().unwrap_or_else(|| {
         if args.shard == Shard::ALL {
             PathBuf::from(format!("hunt-{seed}"))

@@ -8,10 +8,10 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 
-use crate::cli::hunt::{install_signal_handler, Args, PipelineMode};
+use crate::cli::hunt::{install_signal_handler, seed_and_limit, Args, PipelineMode};
 use crate::cli::{exit, EXIT_FINDING, EXIT_OK};
 use crate::generate::network::NetConfig;
-use crate::hunt::{HuntControl, Limit, Shard};
+use crate::hunt::{HuntControl, Shard};
 use crate::pimcomp_hunt::case::CaseContext;
 use crate::pimcomp_hunt::compile::{CompilerSetup, Pipeline};
 use crate::pimcomp_hunt::save::render_summary;
@@ -20,7 +20,9 @@ use crate::pimcomp_hunt::{run_pimcomp_hunt, PimcompHuntConfig};
 /// Most compiles one finding's minimization may run.
 const MINIMIZE_RUNS: u64 = 400;
 
-pub fn main(args: &Args, seed: u64, limit: Limit) -> anyhow::Result<ExitCode> {
+pub fn main(mut args: Args) -> anyhow::Result<ExitCode> {
+    let (seed, limit) = seed_and_limit(&mut args)?;
+    let args = &args;
     let t = &args.pimcomp;
     let setup = CompilerSetup::locate(
         t.pimcomp_bin.as_deref(),

@@ -20,13 +20,12 @@ use pimdiff_isa::machine::{
 };
 use pimdiff_isa::{Inst, Program};
 use pimdiff_oracle::graph::NodeOp;
-use serde::Serialize;
 
 use super::align::Alignment;
 use super::model::{Mode, Model};
 use super::rewrite::Layout;
 use super::table::{AgInfo, TInst};
-use super::verdict::{InstRef, NodeVerdict};
+use super::verdict::{InstRef, NodeVerdict, SourceDiff};
 
 /// Runs `machine` (the rewritten program, preloads written) under a [`Localizer`] and fills
 /// each verdict's localization fields.
@@ -51,17 +50,6 @@ enum Expect {
     Node(u32, u32),
     /// A padding position: the immediate 0.
     Pad,
-}
-
-/// One row of a wrong window.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct SourceDiff {
-    /// Position in the `mvmul`'s input vector.
-    pub element: u32,
-    pub expected: String,
-    pub actual: String,
-    /// The instruction that last wrote the element (`None`: nothing did).
-    pub writer: Option<InstRef>,
 }
 
 /// What the localization found for one node.

@@ -60,7 +60,7 @@ pub struct NodeVerdict {
     pub first_wrong_mvmul: Option<InstRef>,
     pub writers: Vec<InstRef>,
     /// The rows of the first wrong `mvmul` that did not come from where the table says.
-    pub first_wrong_sources: Vec<super::localize::SourceDiff>,
+    pub first_wrong_sources: Vec<SourceDiff>,
     pub disagreements: Vec<Disagreement>,
 }
 
@@ -264,4 +264,15 @@ fn unobserved_reason(index: usize, model: &Model, mode: Mode) -> String {
         }
         _ => "no VER point or store observes it".into(),
     }
+}
+
+/// One row of a wrong window.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct SourceDiff {
+    /// Position in the `mvmul`'s input vector.
+    pub element: u32,
+    pub expected: String,
+    pub actual: String,
+    /// The instruction that last wrote the element (`None`: nothing did).
+    pub writer: Option<InstRef>,
 }

@@ -24,7 +24,7 @@ use ndarray::{Array2, Axis};
 use pimdiff_isa::bundle::Bundle;
 use pimdiff_isa::Inst;
 
-use super::localize::{judge_bundle, Effect, Failure, Limits};
+use super::judge::{judge_bundle, Effect, Failure, Limits};
 use crate::check::RunConfig;
 
 /// One edit of a core's crossbar cells.

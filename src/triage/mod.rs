@@ -34,6 +34,7 @@ pub mod chipmap;
 mod crossbar_repairs;
 pub mod diff;
 pub mod grouping;
+mod judge;
 pub mod listing;
 mod localize;
 mod machine;
