@@ -66,6 +66,18 @@ fn generator_reaches_the_edges() {
     assert!(has(&|op| matches!(op, NetOp::Softmax)));
     assert!(has(&|op| matches!(op, NetOp::Reshape)));
     assert!(has(&|op| matches!(op, NetOp::Flatten)));
+    // Concats whose operands are not listed in node order, and dense-style concats that join
+    // the branch point itself with features computed from it.
+    let concats = || {
+        nets.iter()
+            .flat_map(|n| n.nodes.iter().map(move |x| (n, x)))
+            .filter(|(_, x)| x.op == NetOp::Concat)
+    };
+    assert!(concats().any(|(_, x)| x.inputs.windows(2).any(|w| w[0] > w[1])));
+    assert!(concats().any(|(n, x)| x
+        .inputs
+        .iter()
+        .any(|&i| x.inputs.iter().any(|&j| n.nodes[j].inputs.contains(&i)))));
 }
 
 #[test]

@@ -755,7 +755,12 @@ impl Builder {
         }
         let arms = self.rng.random_range(2..=3);
         let mut ins = Vec::new();
-        for a in 0..arms {
+        // A dense-style arm: the branch point itself is concatenated with the new features.
+        if self.rng.random_bool(0.25) {
+            ins.push(from);
+        }
+        while ins.len() < arms {
+            let a = ins.len();
             let out = self.rng.random_range(1..=16);
             let arm = if a == arms - 1 && self.rng.random_bool(0.3) {
                 let spec = PoolSpec {
@@ -770,6 +775,11 @@ impl Builder {
                 self.same_conv(from, out)
             };
             ins.push(arm);
+        }
+        // The operands in the model's order, which is not always node order: a compiler must
+        // join them as listed.
+        if self.rng.random_bool(0.3) {
+            ins.reverse();
         }
         self.push("concat", NetOp::Concat, ins)
     }

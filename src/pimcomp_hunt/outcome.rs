@@ -341,7 +341,8 @@ fn judge(pipeline: Pipeline, c: &Checked) -> CaseOutcome {
             format!("the program's run ended in a {k}"),
         );
     }
-    if let Some(v) = c.verdicts.iter().find(|v| v.status == Status::Mismatch) {
+    let mismatch = c.verdicts.iter().position(|v| v.status == Status::Mismatch);
+    if let Some(v) = mismatch.map(|i| &c.verdicts[i]) {
         let share = if v.mismatches == v.compared {
             "all"
         } else {
@@ -359,7 +360,20 @@ fn judge(pipeline: Pipeline, c: &Checked) -> CaseOutcome {
             .ok()
             .and_then(|x| x.as_str().map(str::to_string))
             .unwrap_or_default();
-        let mut sig = format!("mismatch/{p}/{}/{check}/{share}", v.op);
+        let moved = mismatch.is_some_and(|i| {
+            let reference = c.reference.get(i).and_then(|r| r.tensor());
+            let observed = c.observed.get(i).and_then(|o| o.as_ref());
+            reference
+                .zip(observed)
+                .is_some_and(|(r, o)| channels_permuted(r, o))
+        });
+        let mut sig = if writers.is_empty() && moved {
+            // The pattern names the defect better than how the node was observed or how many
+            // of its elements happened to differ.
+            format!("mismatch/{p}/{}/channels-permuted", v.op)
+        } else {
+            format!("mismatch/{p}/{}/{check}/{share}", v.op)
+        };
         if !writers.is_empty() {
             sig.push('/');
             sig.push_str(&writers.join("+"));
@@ -411,4 +425,82 @@ fn judge(pipeline: Pipeline, c: &Checked) -> CaseOutcome {
         );
     }
     outcome("pass", None, String::new())
+}
+
+/// Whether a node's wrong elements are its reference's own values moved between the channels
+/// of their pixel: every pixel holding a wrong element was observed whole and holds exactly
+/// the reference's values of that pixel in another order (a CONCAT that joins its operands in
+/// the wrong order). `observed` is in the reference's `[H, W, C]` order.
+fn channels_permuted(reference: &ndarray::Array3<i8>, observed: &(Vec<i8>, Vec<bool>)) -> bool {
+    let c = reference.shape()[2];
+    let (values, seen) = observed;
+    // Logical `[H, W, C]` order, whatever the array's memory layout.
+    let reference: Vec<i8> = reference.iter().copied().collect();
+    if c < 2 || values.len() != reference.len() || seen.len() != reference.len() {
+        return false;
+    }
+    let mut any = false;
+    for ((r, v), s) in reference
+        .chunks(c)
+        .zip(values.chunks(c))
+        .zip(seen.chunks(c))
+    {
+        if r.iter().zip(v).zip(s).all(|((a, b), &o)| !o || a == b) {
+            continue;
+        }
+        let (mut r, mut v) = (r.to_vec(), v.to_vec());
+        r.sort_unstable();
+        v.sort_unstable();
+        if s.contains(&false) || r != v {
+            return false;
+        }
+        any = true;
+    }
+    any
+}
+
+#[cfg(test)]
+mod tests {
+    use super::channels_permuted;
+    use ndarray::Array3;
+
+    fn reference() -> Array3<i8> {
+        // 1 x 2 pixels, 3 channels: [1, 2, 3], [4, 5, 6].
+        Array3::from_shape_vec((1, 2, 3), vec![1, 2, 3, 4, 5, 6]).unwrap()
+    }
+
+    #[test]
+    fn channel_blocks_joined_in_the_wrong_order_are_a_permutation() {
+        let observed = (vec![3, 1, 2, 4, 5, 6], vec![true; 6]);
+        assert!(channels_permuted(&reference(), &observed));
+    }
+
+    #[test]
+    fn a_value_from_another_pixel_or_a_new_value_is_not() {
+        let from_other_pixel = (vec![4, 2, 3, 4, 5, 6], vec![true; 6]);
+        assert!(!channels_permuted(&reference(), &from_other_pixel));
+        let new_value = (vec![1, 2, 3, 4, 6, 7], vec![true; 6]);
+        assert!(!channels_permuted(&reference(), &new_value));
+    }
+
+    #[test]
+    fn the_logical_order_counts_not_the_memory_layout() {
+        // The same [H, W, C] tensor stored channel-major.
+        let chw = Array3::from_shape_vec((3, 1, 2), vec![1, 4, 2, 5, 3, 6]).unwrap();
+        let hwc = chw.permuted_axes([1, 2, 0]);
+        assert_eq!(hwc, reference());
+        let observed = (vec![3, 1, 2, 4, 5, 6], vec![true; 6]);
+        assert!(channels_permuted(&hwc, &observed));
+    }
+
+    #[test]
+    fn a_partly_observed_wrong_pixel_or_an_exact_node_is_not() {
+        let partly = (
+            vec![3, 1, 2, 4, 5, 6],
+            vec![true, true, false, true, true, true],
+        );
+        assert!(!channels_permuted(&reference(), &partly));
+        let exact = (vec![1, 2, 3, 4, 5, 6], vec![true; 6]);
+        assert!(!channels_permuted(&reference(), &exact));
+    }
 }
