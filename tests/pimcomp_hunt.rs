@@ -425,6 +425,9 @@ fn cross_mode_finding_saves_both_compiles_and_its_repro_reproduces_it() {
     assert_eq!(cross["signature"], f.signature.as_str());
     assert_eq!(cross["finding"], true);
     assert_eq!(cross["nodes_compared"], 1);
+    // The reports name the saved copies, relative to the finding's directory.
+    assert_eq!(cross["batch"], "compiler/batch/SimulationInfo.gz");
+    assert_eq!(cross["element"], "compiler/element/SimulationInfo.gz");
 
     let outcome: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("outcome.json")).unwrap()).unwrap();

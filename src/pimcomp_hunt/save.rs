@@ -229,9 +229,12 @@ fn save_compiles(root: &Path, r: &FindingRecord) -> Result<bool, HuntError> {
     }
     let mut inputs = Vec::new();
     for (pipeline, run) in &r.runs {
-        save_compile(&compiler.join(pipeline.name()), run)?;
+        let dir = compiler.join(pipeline.name());
+        save_compile(&dir, run)?;
         if let (Some(p), Some(t)) = (run.checked_program(), run.table()) {
-            inputs.push(check_options(&p, &t, r.case_seed));
+            let name = p.file_name().unwrap_or_default();
+            let saved = Path::new("compiler").join(pipeline.name()).join(name);
+            inputs.push((check_options(&p, &t, r.case_seed), saved));
         }
     }
     Ok(match inputs.as_slice() {
@@ -278,14 +281,19 @@ fn write_check(program: &Path, table: &Path, seed: u64, out: &Path) -> bool {
     }
 }
 
-/// `pimdiff pimcomp BATCH --cross ELEMENT --out DIR` of the two saved programs (best effort).
+/// `pimdiff pimcomp BATCH --cross ELEMENT --out DIR` of the two programs (best effort), each
+/// given with the path of its saved copy in the finding, which the reports name.
 fn write_cross_check(
-    batch: &crate::pimcomp::Options,
-    element: &crate::pimcomp::Options,
+    (batch, batch_saved): &(crate::pimcomp::Options, PathBuf),
+    (element, element_saved): &(crate::pimcomp::Options, PathBuf),
     out: &Path,
 ) -> bool {
     match super::cross::check_pair(batch, element) {
-        Ok(pair) => pair.write(out, batch.seed, batch.schedule).is_ok(),
+        Ok(mut pair) => {
+            pair.batch.0.clone_from(batch_saved);
+            pair.element.0.clone_from(element_saved);
+            pair.write(out, batch.seed, batch.schedule).is_ok()
+        }
         Err(_) => false,
     }
 }
