@@ -13,6 +13,9 @@
 //! signature then ends in `/references-differ`). Observed elements only: batch programs
 //! isolate each layer with reference inputs, element programs chain them, and both leave some
 //! elements unobserved.
+//!
+//! [`check_pair`] runs the comparison on two program files: `pimdiff pimcomp --cross`, and
+//! the `check/` of a saved `cross-mode` finding ([`CrossChecked::write`]).
 
 use std::path::{Path, PathBuf};
 
@@ -381,6 +384,29 @@ mod tests {
         assert!(d
             .detail()
             .ends_with("(batch exact, element exact; their references differ)"));
+    }
+
+    #[test]
+    fn the_line_names_the_agreement_or_the_disagreement() {
+        let agree = CrossReport {
+            nodes_compared: 8,
+            explained: 1,
+            disagreement: None,
+        };
+        assert_eq!(
+            agree.line(),
+            "cross-mode: the pipelines agree on 8 compared nodes (1 differences explained by a \
+             mismatch)"
+        );
+        let batch = [node("OP_CONV", Status::Exact, &[-3, 2], &[true; 2])];
+        let mut element = [node("OP_CONV", Status::Exact, &[0, 2], &[true; 2])];
+        element[0].reference = Some(vec![1, 1]);
+        assert_eq!(
+            compare(&batch, &element).line(),
+            "cross-mode/both/OP_CONV/batch-exact/element-exact/references-differ: node 0 \
+             (n-OP_CONV, OP_CONV): 1 of 2 elements both pipelines observed differ (batch exact, \
+             element exact; their references differ)"
+        );
     }
 
     #[test]
