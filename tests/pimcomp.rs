@@ -422,3 +422,189 @@ fn bad_inputs_exit_2_without_a_panic() {
         assert!(!err.contains("panicked"), "{err}");
     }
 }
+
+/// The recorded batch and element compiles of X1's minimized network (input `[1, 6, 2, 3]`
+/// → CONV with a fused ReLU), from the replay fixtures of tests/pimcomp_hunt.rs, and the
+/// case seed its check used.
+fn x1_compiles() -> [PathBuf; 4] {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/pimcomp-replay/recorded");
+    let (b, e) = (
+        dir.join("batch-aff35e0073781042"),
+        dir.join("element-aff35e0073781042"),
+    );
+    [
+        b.join("SimulationInfo.gz"),
+        b.join("VerificationInfo.json.gz"),
+        e.join("SimulationInfo.gz"),
+        e.join("VerificationInfo.json.gz"),
+    ]
+}
+const X1_SEED: &str = "7503060426966103481";
+const X1_SIGNATURE: &str = "cross-mode/both/OP_CONV/batch-exact/element-exact/references-differ";
+
+#[test]
+fn cross_finds_x1_in_either_order_and_writes_both_reports() {
+    let [bp, bt, ep, et] = x1_compiles().map(|p| p.to_str().unwrap().to_owned());
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("x1");
+    let o = pimdiff(&[
+        "pimcomp",
+        &ep,
+        "--verification",
+        &et,
+        "--cross",
+        &bp,
+        "--cross-verification",
+        &bt,
+        "--seed",
+        X1_SEED,
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(1), "{stdout}");
+    let lines: Vec<&str> = stdout.lines().collect();
+    // Both tables, the batch one first whatever the order given.
+    let programs: Vec<&&str> = lines
+        .iter()
+        .filter(|l| l.starts_with("program: "))
+        .collect();
+    assert_eq!(programs.len(), 2, "{stdout}");
+    assert!(programs[0].contains("(Batch mode)"), "{stdout}");
+    assert!(programs[1].contains("(Element mode)"), "{stdout}");
+    let detail = "node 1 (conv2, OP_CONV): 2 of 6 elements both pipelines observed differ (batch \
+                  exact, element exact; their references differ)";
+    assert_eq!(
+        lines[lines.len() - 2],
+        format!("{X1_SIGNATURE}: {detail}"),
+        "{stdout}"
+    );
+    assert_eq!(
+        lines[lines.len() - 1],
+        format!("reports: {}", out.display())
+    );
+    for p in ["batch", "element"] {
+        let summary: Value = serde_json::from_str(
+            &std::fs::read_to_string(out.join(p).join("summary.json")).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(summary["mode"], p);
+        assert!(out.join(p).join("report.md").is_file());
+    }
+    let cross: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("cross.json")).unwrap()).unwrap();
+    assert_eq!(cross["batch"], bp.as_str());
+    assert_eq!(cross["element"], ep.as_str());
+    assert_eq!(cross["finding"], true);
+    assert_eq!(cross["nodes_compared"], 1);
+    assert_eq!(cross["explained"], 0);
+    assert_eq!(cross["signature"], X1_SIGNATURE);
+    assert_eq!(cross["detail"], detail);
+    assert_eq!(
+        cross["disagreement"],
+        json!({"index": 1, "name": "conv2", "op": "OP_CONV", "batch": "exact",
+               "element": "exact", "references_differ": true, "compared": 6, "differ": 2})
+    );
+    // An existing, non-empty --out is refused before anything is overwritten.
+    let again = pimdiff(&[
+        "pimcomp",
+        &bp,
+        "--verification",
+        &bt,
+        "--cross",
+        &ep,
+        "--cross-verification",
+        &et,
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let err = String::from_utf8_lossy(&again.stderr);
+    assert_eq!(again.status.code(), Some(2), "{err}");
+    assert!(err.contains("exists and is not empty"), "{err}");
+}
+
+#[test]
+fn cross_needs_one_batch_and_one_element_program() {
+    let p = fixture("squeezenet-batch-conv1.json.gz");
+    let t = fixture("squeezenet-batch-conv1-verification.json.gz");
+    let (p, t) = (p.to_str().unwrap(), t.to_str().unwrap());
+    let o = pimdiff(&[
+        "pimcomp",
+        p,
+        "--verification",
+        t,
+        "--cross",
+        p,
+        "--cross-verification",
+        t,
+    ]);
+    assert_eq!(o.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&o.stderr),
+        format!(
+            "error: {p} and {p} are both batch programs: --cross compares a batch and an \
+             element compile of the same model\n"
+        )
+    );
+    // --cross and --cross-verification go together.
+    for args in [["--cross", p], ["--cross-verification", t]] {
+        let o = pimdiff(&[&["pimcomp", p, "--verification", t], &args[..]].concat());
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(
+            err.contains("required arguments were not provided"),
+            "{err}"
+        );
+    }
+}
+
+/// alexnet's batch and element programs as PIMCOMP-NN wrote them, when the folder
+/// `PIMDIFF_PIMCOMP_DIR` (else `$PIMDIFF_SHARED/external/pimcomp`) holds them: they agree
+/// wherever both observe a node except conv1_1, which the batch program gets wrong (B1, its
+/// own mismatch), so the exit is 1 for that mismatch alone.
+#[test]
+fn cross_on_alexnet_agrees_apart_from_the_batch_mismatch() {
+    let dir = std::env::var_os("PIMDIFF_PIMCOMP_DIR")
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("PIMDIFF_SHARED")
+                .map(|s| PathBuf::from(s).join("external").join("pimcomp"))
+        });
+    let files = dir.map(|d| {
+        [
+            "alexnet-batch.json.gz",
+            "alexnet-batch-verification.json.gz",
+            "alexnet-element.json.gz",
+            "alexnet-element-verification.json.gz",
+        ]
+        .map(|n| d.join(n))
+    });
+    let Some([bp, bt, ep, et]) = files.filter(|f| f.iter().all(|p| p.is_file())) else {
+        eprintln!(
+            "skipped: alexnet-{{batch,element}} are not in PIMDIFF_PIMCOMP_DIR or \
+             $PIMDIFF_SHARED/external/pimcomp"
+        );
+        return;
+    };
+    let s = |p: &Path| p.to_str().unwrap().to_owned();
+    let o = pimdiff(&[
+        "pimcomp",
+        &s(&bp),
+        "--verification",
+        &s(&bt),
+        "--cross",
+        &s(&ep),
+        "--cross-verification",
+        &s(&et),
+    ]);
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(1), "{stdout}");
+    assert_eq!(
+        stdout.lines().last().unwrap(),
+        "cross-mode: the pipelines agree on 8 compared nodes (1 differences explained by a \
+         mismatch)"
+    );
+    assert!(
+        stdout.contains("   1  conv1_1                          CONV        isolated   mismatch")
+    );
+}

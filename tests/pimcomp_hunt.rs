@@ -182,9 +182,13 @@ fn fake_compiler_crash_and_miscompilation_are_each_reported_once_minimized() {
             "repro.sh",
             "outcome.json",
             "original-model.json",
+            "compiler/stdout.txt",
         ] {
             assert!(dir.join(file).is_file(), "{file}");
         }
+        // One pipeline: its compile directly under compiler/.
+        assert_eq!(f.pipelines, [f.pipeline]);
+        assert!(!dir.join("compiler/element").exists());
     }
     let mismatch = s.findings.iter().find(|f| f.outcome == "mismatch").unwrap();
     assert!(tmp
@@ -312,7 +316,7 @@ fn recorded_k1_minimizes_to_the_same_network() {
     let f = recorded("k1-element-core-count");
     assert_eq!(f.minimized.size(), (3, 1, 1));
     let ctx = replay_context();
-    let (o, run) = ctx.run_for_signature(&f.minimized, f.case_seed, &f.signature, true);
+    let (o, mut runs) = ctx.run_for_signature(&f.minimized, f.case_seed, &f.signature, true);
     assert_eq!(o.kind, "core-count");
     assert_eq!(
         o.detail,
@@ -326,7 +330,9 @@ fn recorded_k1_minimizes_to_the_same_network() {
         Some("core-count, numerics: no node could be compared with an informative reference")
     );
     // The numerics ran on the raised copy, saved beside the program.
-    let run = run.unwrap();
+    assert_eq!(runs.len(), 1);
+    let (pipeline, run) = runs.pop().unwrap();
+    assert_eq!(pipeline, Pipeline::Element);
     assert_eq!(
         run.checked_program(),
         Some(run.output().join("SimulationInfo-core_cnt.gz"))
@@ -363,4 +369,139 @@ fn recorded_x1_is_a_cross_mode_finding() {
     // One pipeline alone has nothing to compare with.
     let (_, alone) = ctx.run_pipelines(&f.minimized, f.case_seed, &[Pipeline::Element], false);
     assert!(alone.is_none());
+}
+
+/// X1 saved as a finding: the directory holds both compiles (`compiler/batch/`,
+/// `compiler/element/`), `check/` is `pimdiff pimcomp --cross --out` of the two, and
+/// `sh repro.sh` (the replaying stand-in as `PIMCOMP_NN_BIN`, our `pimdiff` on `PATH`)
+/// recompiles both and prints the finding's signature, exit 1.
+#[test]
+fn cross_mode_finding_saves_both_compiles_and_its_repro_reproduces_it() {
+    use pimdiff::pimcomp_hunt::case::finding_pipeline;
+    use pimdiff::pimcomp_hunt::minimize::Shrunk;
+    use pimdiff::pimcomp_hunt::save::{save_final, FindingRecord};
+
+    let f = recorded("x1-cross-mode");
+    let ctx = replay_context();
+    let (outcome, runs) = ctx.run_for_signature(&f.minimized, f.case_seed, &f.signature, true);
+    assert!(outcome.has(&f.signature), "{outcome:?}");
+    let pipelines: Vec<Pipeline> = runs.iter().map(|(p, _)| *p).collect();
+    assert_eq!(pipelines, [Pipeline::Batch, Pipeline::Element]);
+    let size = f.minimized.size();
+    let record = FindingRecord {
+        signature: f.signature.clone(),
+        pipeline: finding_pipeline(&f.signature),
+        case_seed: f.case_seed,
+        original: f.original.clone(),
+        minimized: f.minimized.clone(),
+        stats: Shrunk {
+            tried: 0,
+            kept: 0,
+            before: size,
+            after: size,
+            cut_short: false,
+        },
+        outcome,
+        runs,
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let saved = save_final(&ctx, &tmp.path().join("findings"), 1, 0, 1, &record).unwrap();
+    assert!(
+        saved
+            .dir
+            .starts_with("findings/001-cross-mode-both-op-conv-"),
+        "{}",
+        saved.dir
+    );
+    assert!(saved.reproduced);
+    let dir = tmp.path().join(&saved.dir);
+
+    for p in ["batch", "element"] {
+        for file in [
+            "stdout.txt",
+            "stderr.txt",
+            "SimulationInfo.gz",
+            "VerificationInfo.json",
+        ] {
+            assert!(
+                dir.join("compiler").join(p).join(file).is_file(),
+                "{p}/{file}"
+            );
+        }
+        assert!(dir.join("check").join(p).join("report.md").is_file(), "{p}");
+    }
+    assert!(!dir.join("compiler/SimulationInfo.gz").exists());
+    let cross: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("check/cross.json")).unwrap())
+            .unwrap();
+    assert_eq!(cross["signature"], f.signature.as_str());
+    assert_eq!(cross["finding"], true);
+    assert_eq!(cross["nodes_compared"], 1);
+    // The reports name the saved copies, relative to the finding's directory.
+    assert_eq!(cross["batch"], "compiler/batch/SimulationInfo.gz");
+    assert_eq!(cross["element"], "compiler/element/SimulationInfo.gz");
+
+    let outcome: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("outcome.json")).unwrap()).unwrap();
+    assert_eq!(outcome["pipeline"], "element");
+    assert_eq!(
+        outcome["pipelines"],
+        serde_json::json!(["batch", "element"])
+    );
+
+    let report = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    assert!(
+        !report.contains("by hand") && !report.contains("-p=batch"),
+        "{report}"
+    );
+    assert!(report.contains("`check/cross.json`"), "{report}");
+
+    let repro = std::fs::read_to_string(dir.join("repro.sh")).unwrap();
+    let pin = pimdiff::pimcomp_hunt::case::pin_time(f.case_seed);
+    for p in ["batch", "element"] {
+        let line = format!(
+            "PIMDIFF_PIN_TIME={pin} \"$bin\" -m=net -r=balance -p={p} -s=YES -v=YES > \
+             ../output/log.txt 2>&1 || {{ echo \"PIMCOMP-NN -p={p} failed (exit $?): $(tail -3 \
+             ../output/log.txt)\"; exit 1; }}"
+        );
+        assert!(repro.lines().any(|l| l == line), "{line}\n{repro}");
+        assert!(repro.contains(&format!("cd \"$t/{p}/work\"\n")), "{repro}");
+    }
+    assert_eq!(
+        repro.lines().last().unwrap(),
+        format!(
+            "pimdiff pimcomp \"$t/batch\"/output/SimulationInfo.gz --verification \
+             \"$t/batch\"/output/VerificationInfo.json --cross \
+             \"$t/element\"/output/SimulationInfo.gz --cross-verification \
+             \"$t/element\"/output/VerificationInfo.json --seed {}",
+            f.case_seed
+        )
+    );
+
+    let bin_dir = Path::new(env!("CARGO_BIN_EXE_pimdiff")).parent().unwrap();
+    let path = std::env::join_paths(std::iter::once(bin_dir.to_path_buf()).chain(
+        std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()),
+    ))
+    .unwrap();
+    let out = std::process::Command::new("sh")
+        .arg(dir.join("repro.sh"))
+        .env("PATH", path)
+        .env("PIMCOMP_NN_BIN", &ctx.setup.bin)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        stdout.lines().last().unwrap(),
+        format!(
+            "{}: node 1 (conv2, OP_CONV): 2 of 6 elements both pipelines observed differ (batch \
+             exact, element exact; their references differ)",
+            f.signature
+        )
+    );
 }

@@ -1,14 +1,22 @@
 //! `pimdiff pimcomp PROGRAM --verification TABLE`: check a PIMCOMP-NN program bit for bit
 //! against the wrap-8 reference of its model (see `pimdiff::pimcomp`).
 //!
+//! With `--cross PROGRAM2 --cross-verification TABLE2` (the other pipeline's compile of the
+//! same model: one batch, one element, in either order) both programs are checked with the
+//! same options, both tables printed, and then one line comparing the two checks node by node
+//! (`pimdiff::pimcomp_hunt::cross`): the number of nodes they agree on, or the disagreement's
+//! signature and detail — the `cross-mode` finding of `hunt --target pimcomp-nn --mode both`.
+//!
 //! Exit status: 0 when no node mismatches and the program agrees with its table (only exact,
-//! degenerate and unchecked nodes); 1 on a mismatch, an operand disagreement or a run that
-//! does not finish; 2 on bad input.
+//! degenerate and unchecked nodes) — with `--cross`, both programs, and the two checks do not
+//! disagree; 1 on a mismatch, an operand disagreement, a run that does not finish or a cross
+//! disagreement; 2 on bad input (with `--cross`, also two programs of the same pipeline).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use crate::pimcomp::{self, report, Control, Options};
+use crate::pimcomp_hunt::cross;
 use anyhow::Context;
 use pimdiff_isa::machine::Schedule;
 
@@ -28,9 +36,17 @@ pub struct Args {
     #[arg(long, default_value = "fixed", value_parser = parse_schedule, value_name = "fixed|random:SEED|pct:SEED:D")]
     pub schedule: Schedule,
     /// Write summary.json, report.md, the run's inputs and per mismatching node its tensors
-    /// into DIR (which must not exist or be empty).
+    /// into DIR (which must not exist or be empty). With --cross: each check's into DIR/batch
+    /// and DIR/element, and the comparison into DIR/cross.json.
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
+    /// The other pipeline's program of the same model (batch for an element PROGRAM, element
+    /// for a batch one): check both and compare them node by node.
+    #[arg(long, value_name = "PROGRAM2", requires = "cross_verification")]
+    pub cross: Option<PathBuf>,
+    /// The side table of the --cross program's compile.
+    #[arg(long, value_name = "TABLE2", requires = "cross")]
+    pub cross_verification: Option<PathBuf>,
     /// Do not turn VER points into probe stores (element mode: only the stored last node is
     /// checked).
     #[arg(long)]
@@ -46,6 +62,14 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
         probes: !args.no_probes,
         control: Control::None,
     };
+    if let (Some(program), Some(table)) = (&args.cross, &args.cross_verification) {
+        let other = Options {
+            program: program.clone(),
+            table: table.clone(),
+            ..opts.clone()
+        };
+        return cross_main(&opts, &other, args.out.as_deref());
+    }
     let checked = pimcomp::check(&opts)?;
     print!(
         "{}",
@@ -57,6 +81,22 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
         println!("report: {}", out.join("report.md").display());
     }
     Ok(exit(if checked.is_finding() {
+        EXIT_FINDING
+    } else {
+        EXIT_OK
+    }))
+}
+
+/// `--cross`: both checks, their comparison, and under `--out` all three reports.
+fn cross_main(first: &Options, second: &Options, out: Option<&Path>) -> anyhow::Result<ExitCode> {
+    let pair = cross::check_pair(first, second)?;
+    print!("{}", pair.text(first.seed, first.schedule));
+    if let Some(out) = out {
+        pair.write(out, first.seed, first.schedule)
+            .with_context(|| format!("cannot write {}", out.display()))?;
+        println!("reports: {}", out.display());
+    }
+    Ok(exit(if pair.is_finding() {
         EXIT_FINDING
     } else {
         EXIT_OK

@@ -14,13 +14,28 @@ pub fn pin_time(case_seed: u64) -> u64 {
     1_600_000_000 + case_seed % 120_000_000
 }
 
-/// The pipeline whose compile a finding saves: the one its signature names (`element` for
-/// a `cross-mode` finding, whose element compile is saved).
+/// The pipeline a finding is filed under: the one its signature names (`element` for a
+/// `cross-mode` finding, which compiles both: [`finding_pipelines`]).
 pub fn finding_pipeline(signature: &str) -> Pipeline {
-    if signature.starts_with("cross-mode/") || signature.contains("/element/") {
+    if is_cross(signature) || signature.contains("/element/") {
         Pipeline::Element
     } else {
         Pipeline::Batch
+    }
+}
+
+/// Whether `signature` is a `cross-mode` finding's (batch and element compared).
+pub fn is_cross(signature: &str) -> bool {
+    signature.starts_with("cross-mode/")
+}
+
+/// Every pipeline a finding of `signature` compiles (and saves): both for a `cross-mode`
+/// finding, batch first, else the signature's own.
+pub fn finding_pipelines(signature: &str) -> Vec<Pipeline> {
+    if is_cross(signature) {
+        vec![Pipeline::Batch, Pipeline::Element]
+    } else {
+        vec![finding_pipeline(signature)]
     }
 }
 
@@ -133,9 +148,9 @@ impl CaseContext {
         (outcomes, cross)
     }
 
-    /// `network` compiled as a finding of `signature` needs (both pipelines for a
-    /// `cross-mode` finding, else the signature's own): the outcome that carries `signature`
-    /// when one does, else the last pipeline's, with that compile's files when `keep`. What a
+    /// `network` compiled as a finding of `signature` needs ([`finding_pipelines`]): the
+    /// outcome that carries `signature` when one does, else the last pipeline's, and with
+    /// `keep` every compile's files, in pipeline order (none without `keep`). What a
     /// minimization step runs.
     pub fn run_for_signature(
         &self,
@@ -143,20 +158,21 @@ impl CaseContext {
         case_seed: u64,
         signature: &str,
         keep: bool,
-    ) -> (CaseOutcome, Option<CompileRun>) {
-        let pipeline = finding_pipeline(signature);
-        let pipelines: &[Pipeline] = if signature.starts_with("cross-mode/") {
-            &[Pipeline::Batch, Pipeline::Element]
-        } else {
-            std::slice::from_ref(&pipeline)
-        };
-        let (mut outcomes, cross) = self.run_pipelines(network, case_seed, pipelines, keep);
-        let (last, run) = outcomes
-            .pop()
-            .unwrap_or_else(|| unreachable!("one outcome per pipeline"));
+    ) -> (CaseOutcome, Vec<(Pipeline, CompileRun)>) {
+        let pipelines = finding_pipelines(signature);
+        let (outcomes, cross) = self.run_pipelines(network, case_seed, &pipelines, keep);
+        let mut last = None;
+        let mut runs = Vec::new();
+        for (o, run) in outcomes {
+            if let Some(run) = run {
+                runs.push((o.pipeline, run));
+            }
+            last = Some(o);
+        }
+        let last = last.unwrap_or_else(|| unreachable!("one outcome per pipeline"));
         match cross {
-            Some(c) if c.has(signature) => (c, run),
-            _ => (last, run),
+            Some(c) if c.has(signature) => (c, runs),
+            _ => (last, runs),
         }
     }
 

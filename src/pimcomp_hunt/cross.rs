@@ -13,13 +13,21 @@
 //! signature then ends in `/references-differ`). Observed elements only: batch programs
 //! isolate each layer with reference inputs, element programs chain them, and both leave some
 //! elements unobserved.
+//!
+//! [`check_pair`] runs the comparison on two program files: `pimdiff pimcomp --cross`, and
+//! the `check/` of a saved `cross-mode` finding ([`CrossChecked::write`]).
 
-use super::outcome::NodeSeen;
-use crate::pimcomp::Status;
+use std::path::{Path, PathBuf};
+
+use pimdiff_isa::machine::Schedule;
+use serde::Serialize;
+
+use super::outcome::{nodes_seen, NodeSeen};
+use crate::pimcomp::{self, report, Checked, Mode, Options, PimcompError, Status};
 
 /// The first node (in the networks' topological order) the two pipelines disagree on where
 /// the reference cannot say which is wrong.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct CrossDisagreement {
     pub index: usize,
     pub name: String,
@@ -71,13 +79,28 @@ impl CrossDisagreement {
 }
 
 /// What the comparison of one network's two checks found.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct CrossReport {
     /// Nodes both pipelines observed on at least one common element.
     pub nodes_compared: usize,
     /// Of those, nodes where they differ and one pipeline's mismatch explains it.
     pub explained: usize,
     pub disagreement: Option<CrossDisagreement>,
+}
+
+impl CrossReport {
+    /// One line for people: the agreement and its extent, or the disagreement's signature
+    /// (`cross-mode/…`) and detail.
+    pub fn line(&self) -> String {
+        match &self.disagreement {
+            Some(d) => format!("{}: {}", d.signature(), d.detail()),
+            None => format!(
+                "cross-mode: the pipelines agree on {} compared nodes ({} differences explained \
+                 by a mismatch)",
+                self.nodes_compared, self.explained
+            ),
+        }
+    }
 }
 
 fn status_name(s: Status) -> &'static str {
@@ -135,6 +158,145 @@ pub fn compare(batch: &[NodeSeen], element: &[NodeSeen]) -> CrossReport {
         }
     }
     report
+}
+
+/// A batch and an element compile of the same network, each checked, and their comparison:
+/// what `pimdiff pimcomp --cross` prints and a `cross-mode` finding's `check/` holds.
+pub struct CrossChecked {
+    /// The batch program and its check.
+    pub batch: (PathBuf, Checked),
+    /// The element program and its check.
+    pub element: (PathBuf, Checked),
+    pub report: CrossReport,
+}
+
+/// `cross.json`: the comparison, with the programs it compared.
+#[derive(Serialize)]
+struct CrossJson<'a> {
+    batch: String,
+    element: String,
+    seed: u64,
+    schedule: String,
+    /// A disagreement, or either check a finding: `pimdiff pimcomp --cross` exits 1.
+    finding: bool,
+    nodes_compared: usize,
+    explained: usize,
+    signature: Option<String>,
+    detail: Option<String>,
+    disagreement: &'a Option<CrossDisagreement>,
+}
+
+/// Why two programs cannot be compared (bad input).
+#[derive(Debug, thiserror::Error)]
+pub enum CrossError {
+    #[error(transparent)]
+    Check(#[from] PimcompError),
+    /// Both programs come from the same pipeline.
+    #[error(
+        "{} and {} are both {mode} programs: --cross compares a batch and an element compile \
+         of the same model",
+        first.display(),
+        second.display()
+    )]
+    SameMode {
+        first: PathBuf,
+        second: PathBuf,
+        mode: &'static str,
+    },
+}
+
+/// Checks two programs of one network with the same options (only the program and table
+/// differ) and compares them. One must be a batch and the other an element compile, in
+/// either order; two of the same mode are bad input.
+pub fn check_pair(first: &Options, second: &Options) -> Result<CrossChecked, CrossError> {
+    let a = pimcomp::check(first)?;
+    let b = pimcomp::check(second)?;
+    let (batch, element) = match (a.mode, b.mode) {
+        (Mode::Batch, Mode::Element) => ((first.program.clone(), a), (second.program.clone(), b)),
+        (Mode::Element, Mode::Batch) => ((second.program.clone(), b), (first.program.clone(), a)),
+        (mode, _) => {
+            return Err(CrossError::SameMode {
+                first: first.program.clone(),
+                second: second.program.clone(),
+                mode: match mode {
+                    Mode::Batch => "batch",
+                    Mode::Element => "element",
+                },
+            })
+        }
+    };
+    let report = compare(&nodes_seen(&batch.1), &nodes_seen(&element.1));
+    Ok(CrossChecked {
+        batch,
+        element,
+        report,
+    })
+}
+
+impl CrossChecked {
+    /// Either check is a finding, or the comparison found a disagreement.
+    pub fn is_finding(&self) -> bool {
+        self.batch.1.is_finding()
+            || self.element.1.is_finding()
+            || self.report.disagreement.is_some()
+    }
+
+    /// Both checks' tables and the comparison's line, as `pimdiff pimcomp --cross` prints them.
+    pub fn text(&self, seed: u64, schedule: Schedule) -> String {
+        let (b, e) = (&self.batch, &self.element);
+        format!(
+            "{}\n{}\n{}\n",
+            report::table(&b.1, &b.0, seed, schedule),
+            report::table(&e.1, &e.0, seed, schedule),
+            self.report.line()
+        )
+    }
+
+    /// Writes each check's report into `out/batch/` and `out/element/` and the comparison
+    /// into `out/cross.json`. `out` must not exist or be empty; it is written as a temporary
+    /// sibling and renamed into place.
+    pub fn write(&self, out: &Path, seed: u64, schedule: Schedule) -> Result<(), PimcompError> {
+        let io = |path: &Path| {
+            let path = path.to_path_buf();
+            move |source| PimcompError::Io { path, source }
+        };
+        if out.exists() && std::fs::read_dir(out).map_err(io(out))?.next().is_some() {
+            return Err(PimcompError::Setup(format!(
+                "{} exists and is not empty",
+                out.display()
+            )));
+        }
+        let name = out
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "out".into());
+        let tmp = out.with_file_name(format!(".{name}.tmp-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&tmp);
+        std::fs::create_dir_all(&tmp).map_err(io(&tmp))?;
+        let (b, e) = (&self.batch, &self.element);
+        report::write(&b.1, &tmp.join("batch"), &b.0, seed, schedule)?;
+        report::write(&e.1, &tmp.join("element"), &e.0, seed, schedule)?;
+        let r = &self.report;
+        let json = CrossJson {
+            batch: b.0.display().to_string(),
+            element: e.0.display().to_string(),
+            seed,
+            schedule: report::schedule_text(schedule),
+            finding: self.is_finding(),
+            nodes_compared: r.nodes_compared,
+            explained: r.explained,
+            signature: r.disagreement.as_ref().map(CrossDisagreement::signature),
+            detail: r.disagreement.as_ref().map(CrossDisagreement::detail),
+            disagreement: &r.disagreement,
+        };
+        let text =
+            serde_json::to_string_pretty(&json).map_err(|e| PimcompError::Setup(e.to_string()))?;
+        std::fs::write(tmp.join("cross.json"), text + "\n").map_err(io(&tmp))?;
+        if out.exists() {
+            std::fs::remove_dir(out).map_err(io(out))?;
+        }
+        std::fs::rename(&tmp, out).map_err(io(out))
+    }
 }
 
 #[cfg(test)]
@@ -222,6 +384,29 @@ mod tests {
         assert!(d
             .detail()
             .ends_with("(batch exact, element exact; their references differ)"));
+    }
+
+    #[test]
+    fn the_line_names_the_agreement_or_the_disagreement() {
+        let agree = CrossReport {
+            nodes_compared: 8,
+            explained: 1,
+            disagreement: None,
+        };
+        assert_eq!(
+            agree.line(),
+            "cross-mode: the pipelines agree on 8 compared nodes (1 differences explained by a \
+             mismatch)"
+        );
+        let batch = [node("OP_CONV", Status::Exact, &[-3, 2], &[true; 2])];
+        let mut element = [node("OP_CONV", Status::Exact, &[0, 2], &[true; 2])];
+        element[0].reference = Some(vec![1, 1]);
+        assert_eq!(
+            compare(&batch, &element).line(),
+            "cross-mode/both/OP_CONV/batch-exact/element-exact/references-differ: node 0 \
+             (n-OP_CONV, OP_CONV): 1 of 2 elements both pipelines observed differ (batch exact, \
+             element exact; their references differ)"
+        );
     }
 
     #[test]

@@ -229,7 +229,7 @@ fn settle(
 }
 
 /// Minimizes one finding's network (unless there is no time) and reruns the result, keeping
-/// the compile's files for saving.
+/// the files of its compiles (both pipelines' for a `cross-mode` finding) for saving.
 fn triage_one(
     cfg: &PimcompHuntConfig,
     d: &Distinct,
@@ -269,7 +269,7 @@ fn triage_one(
             run(cand, false).0.has(&d.signature)
         })
     };
-    let (outcome, run) = run(&minimized, true);
+    let (outcome, runs) = run(&minimized, true);
     FindingRecord {
         signature: d.signature.clone(),
         pipeline,
@@ -278,6 +278,6 @@ fn triage_one(
         minimized,
         stats,
         outcome,
-        run,
+        runs,
     }
 }

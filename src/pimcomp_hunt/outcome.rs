@@ -310,23 +310,25 @@ fn check_program(
             ),
             None,
         ),
-        Ok(c) => {
-            let seen = c
-                .verdicts
-                .iter()
-                .zip(c.observed.iter())
-                .zip(c.reference.iter())
-                .map(|((v, o), r)| NodeSeen {
-                    name: v.name.clone(),
-                    op: v.op.clone(),
-                    status: v.status,
-                    values: o.clone(),
-                    reference: r.tensor().map(|t| t.iter().copied().collect()),
-                })
-                .collect();
-            (judge(pipeline, &c), Some(seen))
-        }
+        Ok(c) => (judge(pipeline, &c), Some(nodes_seen(&c))),
     }
+}
+
+/// Every node of a finished check as the cross-pipeline comparison ([`super::cross`]) needs
+/// it: the hunt's `--mode both` and `pimdiff pimcomp --cross` alike.
+pub fn nodes_seen(c: &Checked) -> Vec<NodeSeen> {
+    c.verdicts
+        .iter()
+        .zip(c.observed.iter())
+        .zip(c.reference.iter())
+        .map(|((v, o), r)| NodeSeen {
+            name: v.name.clone(),
+            op: v.op.clone(),
+            status: v.status,
+            values: o.clone(),
+            reference: r.tensor().map(|t| t.iter().copied().collect()),
+        })
+        .collect()
 }
 
 /// The outcome of a finished check.

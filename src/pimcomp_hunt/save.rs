@@ -5,7 +5,10 @@
 //! `outcome.json` (signature, pipeline, pinned time, seeds, frames, minimization), `compiler/`
 //! (the compile's stdout, stderr, `SimulationInfo.gz`, `VerificationInfo.json` as written),
 //! `check/` (`pimdiff pimcomp --out` of the program, when it was checked), `repro.sh` (one
-//! command that recompiles and rechecks) and `report.md`. Every directory is written to a
+//! command that recompiles and rechecks) and `report.md`. A `cross-mode` finding compiles the
+//! model in both pipelines and saves both: `compiler/batch/` and `compiler/element/`, `check/`
+//! = `pimdiff pimcomp BATCH --cross ELEMENT --out` (`batch/`, `element/`, `cross.json`), and a
+//! `repro.sh` that recompiles both and runs that comparison. Every directory is written to a
 //! temporary sibling and renamed into place.
 
 use std::collections::BTreeMap;
@@ -14,7 +17,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use super::case::{pin_time, CaseContext};
+use super::case::{finding_pipelines, is_cross, pin_time, CaseContext};
 use super::compile::{command_line, CompileRun, Pipeline};
 use super::minimize::Shrunk;
 use super::outcome::CaseOutcome;
@@ -34,7 +37,9 @@ pub struct FindingRecord {
     /// The minimized network's outcome (its signature is `signature` unless the compiler is
     /// not deterministic after all: then the report says so).
     pub outcome: CaseOutcome,
-    pub run: Option<CompileRun>,
+    /// The minimized network's compiles, in pipeline order: both for a `cross-mode` finding,
+    /// else at most the one of `pipeline` (none when PIMCOMP-NN could not be run).
+    pub runs: Vec<(Pipeline, CompileRun)>,
 }
 
 /// One finding in `summary.json`.
@@ -43,7 +48,12 @@ pub struct PimcompFinding {
     pub dir: String,
     pub signature: String,
     pub outcome: String,
+    /// The pipeline the finding is filed under (`element` for a `cross-mode` finding).
     pub pipeline: Pipeline,
+    /// Every pipeline whose compile the finding saves: `["batch", "element"]` for a
+    /// `cross-mode` finding (under `compiler/batch/` and `compiler/element/`), else
+    /// `[pipeline]` (under `compiler/`).
+    pub pipelines: Vec<Pipeline>,
     pub case_index: u64,
     pub case_seed: u64,
     pub pin_time: u64,
@@ -175,6 +185,7 @@ pub fn save_final(
         signature: r.signature.clone(),
         outcome: r.signature.split('/').next().unwrap_or("").to_string(),
         pipeline: r.pipeline,
+        pipelines: finding_pipelines(&r.signature),
         case_index: index,
         case_seed: r.case_seed,
         pin_time: pin,
@@ -190,25 +201,8 @@ pub fn save_final(
         &root.join("outcome.json"),
         corpus::to_json_text(&record).as_bytes(),
     )?;
-    let mut checked = false;
-    if let Some(run) = &r.run {
-        let compiler = root.join("compiler");
-        std::fs::create_dir_all(&compiler).map_err(io_err(&compiler))?;
-        write(&compiler.join("stdout.txt"), run.stdout.as_bytes())?;
-        write(&compiler.join("stderr.txt"), run.stderr.as_bytes())?;
-        let raised = run
-            .checked_program()
-            .filter(|p| Some(p) != run.program().as_ref());
-        for f in [run.program(), raised, run.table()].into_iter().flatten() {
-            if let Some(n) = f.file_name() {
-                std::fs::copy(&f, compiler.join(n)).map_err(io_err(&f))?;
-            }
-        }
-        if let (Some(p), Some(t)) = (run.checked_program(), run.table()) {
-            checked = write_check(&p, &t, r.case_seed, &root.join("check"));
-        }
-    }
-    let repro = repro_script(ctx, r.pipeline, pin, r.case_seed);
+    let checked = save_compiles(&root, r)?;
+    let repro = repro_script(ctx, &summary.pipelines, pin, r.case_seed);
     write(&root.join("repro.sh"), repro.as_bytes())?;
     write(
         &root.join("report.md"),
@@ -218,25 +212,137 @@ pub fn save_final(
     Ok(summary)
 }
 
-/// `pimdiff pimcomp --out DIR` of the saved program (best effort: a report, not a verdict).
-fn write_check(program: &Path, table: &Path, seed: u64, out: &Path) -> bool {
-    let opts = crate::pimcomp::Options {
+/// Saves the compiles' files under `compiler/` (a `cross-mode` finding: `compiler/batch/` and
+/// `compiler/element/`) and the check's report under `check/`; returns whether the check's
+/// report was written.
+fn save_compiles(root: &Path, r: &FindingRecord) -> Result<bool, HuntError> {
+    let compiler = root.join("compiler");
+    if !is_cross(&r.signature) {
+        let Some((_, run)) = r.runs.first() else {
+            return Ok(false);
+        };
+        save_compile(&compiler, run)?;
+        return Ok(match (run.checked_program(), run.table()) {
+            (Some(p), Some(t)) => write_check(&p, &t, r.case_seed, &root.join("check")),
+            _ => false,
+        });
+    }
+    let mut inputs = Vec::new();
+    for (pipeline, run) in &r.runs {
+        let dir = compiler.join(pipeline.name());
+        save_compile(&dir, run)?;
+        if let (Some(p), Some(t)) = (run.checked_program(), run.table()) {
+            let name = p.file_name().unwrap_or_default();
+            let saved = Path::new("compiler").join(pipeline.name()).join(name);
+            inputs.push((check_options(&p, &t, r.case_seed), saved));
+        }
+    }
+    Ok(match inputs.as_slice() {
+        [a, b] => write_cross_check(a, b, &root.join("check")),
+        _ => false,
+    })
+}
+
+/// One compile's stdout, stderr and output files (the program, the raised copy the check ran
+/// when there is one, the side table) into `dir`.
+fn save_compile(dir: &Path, run: &CompileRun) -> Result<(), HuntError> {
+    std::fs::create_dir_all(dir).map_err(io_err(dir))?;
+    write(&dir.join("stdout.txt"), run.stdout.as_bytes())?;
+    write(&dir.join("stderr.txt"), run.stderr.as_bytes())?;
+    let raised = run
+        .checked_program()
+        .filter(|p| Some(p) != run.program().as_ref());
+    for f in [run.program(), raised, run.table()].into_iter().flatten() {
+        if let Some(n) = f.file_name() {
+            std::fs::copy(&f, dir.join(n)).map_err(io_err(&f))?;
+        }
+    }
+    Ok(())
+}
+
+/// The options of the hunt's own check of a program (and of `repro.sh`'s).
+fn check_options(program: &Path, table: &Path, seed: u64) -> crate::pimcomp::Options {
+    crate::pimcomp::Options {
         program: program.to_path_buf(),
         table: table.to_path_buf(),
         seed,
         schedule: Default::default(),
         probes: true,
         control: crate::pimcomp::Control::None,
-    };
+    }
+}
+
+/// `pimdiff pimcomp --out DIR` of the saved program (best effort: a report, not a verdict).
+fn write_check(program: &Path, table: &Path, seed: u64, out: &Path) -> bool {
+    let opts = check_options(program, table, seed);
     match crate::pimcomp::check(&opts) {
         Ok(c) => crate::pimcomp::report::write(&c, out, program, seed, opts.schedule).is_ok(),
         Err(_) => false,
     }
 }
 
-/// The script that recompiles the saved model and rechecks it (run from the finding's
-/// directory; `PIMCOMP_NN_BIN` may point at another build).
-fn repro_script(ctx: &CaseContext, pipeline: Pipeline, pin: u64, seed: u64) -> String {
+/// `pimdiff pimcomp BATCH --cross ELEMENT --out DIR` of the two programs (best effort), each
+/// given with the path of its saved copy in the finding, which the reports name.
+fn write_cross_check(
+    (batch, batch_saved): &(crate::pimcomp::Options, PathBuf),
+    (element, element_saved): &(crate::pimcomp::Options, PathBuf),
+    out: &Path,
+) -> bool {
+    match super::cross::check_pair(batch, element) {
+        Ok(mut pair) => {
+            pair.batch.0.clone_from(batch_saved);
+            pair.element.0.clone_from(element_saved);
+            pair.write(out, batch.seed, batch.schedule).is_ok()
+        }
+        Err(_) => false,
+    }
+}
+
+/// The script that recompiles the saved model in `pipelines` and rechecks it (run from the
+/// finding's directory; `PIMCOMP_NN_BIN` may point at another build): one pipeline is
+/// compiled in `$t` and checked; two are compiled in `$t/batch` and `$t/element` and compared
+/// with `pimdiff pimcomp --cross`.
+fn repro_script(ctx: &CaseContext, pipelines: &[Pipeline], pin: u64, seed: u64) -> String {
+    let bin = ctx.setup.bin.display().to_string();
+    let mut s = format!(
+        "#!/bin/sh\n# Recompiles model.json with PIMCOMP-NN (time() pinned as in the hunt) and {}.\n\
+         set -e\nbin=\"${{PIMCOMP_NN_BIN:-{bin}}}\"\nhere=\"$(cd \"$(dirname \"$0\")\" && pwd)\"\n\
+         t=\"$(mktemp -d)\"\n",
+        if pipelines.len() > 1 {
+            "checks the batch and the element program against each other"
+        } else {
+            "checks it"
+        }
+    );
+    let (program, table) = ("output/SimulationInfo.gz", "output/VerificationInfo.json");
+    if let [pipeline] = pipelines {
+        s.push_str(&compile_steps(ctx, *pipeline, pin, "$t", "PIMCOMP-NN"));
+        s.push_str(&format!(
+            "pimdiff pimcomp ../{program} --verification ../{table} --seed {seed}\n"
+        ));
+        return s;
+    }
+    for p in pipelines {
+        let d = format!("$t/{}", p.name());
+        s.push_str(&compile_steps(
+            ctx,
+            *p,
+            pin,
+            &d,
+            &format!("PIMCOMP-NN -p={}", p.name()),
+        ));
+    }
+    let (b, e) = ("\"$t/batch\"", "\"$t/element\"");
+    s.push_str(&format!(
+        "pimdiff pimcomp {b}/{program} --verification {b}/{table} --cross {e}/{program} \
+         --cross-verification {e}/{table} --seed {seed}\n"
+    ));
+    s
+}
+
+/// The lines of `repro.sh` that compile `model.json` with `pipeline` in the tree `dir` (a
+/// shell word) and leave the shell in `dir/work`; a failed compile names `what` and exits 1.
+fn compile_steps(ctx: &CaseContext, pipeline: Pipeline, pin: u64, dir: &str, what: &str) -> String {
     let line = command_line(&ctx.setup, pipeline, pin);
     let bin = ctx.setup.bin.display().to_string();
     let line = line.replace(&bin, "\"$bin\"");
@@ -254,8 +360,11 @@ fn repro_script(ctx: &CaseContext, pipeline: Pipeline, pin: u64, seed: u64) -> S
             "LD_PRELOAD=\"$(dirname \"$bin\")/libpimdiff-shim.so\"",
         )
     };
+    let d = format!("\"{dir}");
     format!(
-        "#!/bin/sh\n# Recompiles model.json with PIMCOMP-NN (time() pinned as in the hunt) and checks it.\nset -e\nbin=\"${{PIMCOMP_NN_BIN:-{bin}}}\"\nhere=\"$(cd \"$(dirname \"$0\")\" && pwd)\"\nt=\"$(mktemp -d)\"\nmkdir -p \"$t/models/JSON\" \"$t/output\" \"$t/work\"\ncp \"$here/model.json\" \"$t/models/JSON/net.json\"\ncp \"$(dirname \"$bin\")/config.json\" \"$t/config.json\"\ncd \"$t/work\"\n{line} > ../output/log.txt 2>&1 || {{ echo \"PIMCOMP-NN failed (exit $?): $(tail -3 ../output/log.txt)\"; exit 1; }}\npimdiff pimcomp ../output/SimulationInfo.gz --verification ../output/VerificationInfo.json --seed {seed}\n"
+        "mkdir -p {d}/models/JSON\" {d}/output\" {d}/work\"\ncp \"$here/model.json\" {d}/models/JSON/net.json\"\n\
+         cp \"$(dirname \"$bin\")/config.json\" {d}/config.json\"\ncd {d}/work\"\n\
+         {line} > ../output/log.txt 2>&1 || {{ echo \"{what} failed (exit $?): $(tail -3 ../output/log.txt)\"; exit 1; }}\n"
     )
 }
 
@@ -294,17 +403,21 @@ fn render_report(f: &PimcompFinding, r: &FindingRecord, checked: bool) -> String
         ));
     }
     s.push_str("\n## Reproduce\n\n```sh\nsh repro.sh\n```\n");
+    let cross = is_cross(&f.signature);
     if r.outcome.signatures().any(|g| g.starts_with("core-count/")) {
-        s.push_str(
+        s.push_str(&format!(
             "\nThe program names a core beyond its `core_cnt`, so `pimdiff pimcomp` refuses it \
              (that refusal reproduces the finding); the hunt checked the numerics on \
-             `compiler/SimulationInfo-core_cnt.gz`, the same program with `core_cnt` raised.\n",
-        );
+             `compiler/{}SimulationInfo-core_cnt.gz`, the same program with `core_cnt` raised.\n",
+            if cross { "<pipeline>/" } else { "" }
+        ));
     }
-    if f.signature.starts_with("cross-mode/") {
+    if cross {
         s.push_str(
-            "\n`repro.sh` recompiles and checks the element program; compile the same model \
-             with `-p=batch` (same pinned time) and compare the two checks' node outputs.\n",
+            "\n`repro.sh` recompiles the model in both pipelines (same pinned time) and runs \
+             `pimdiff pimcomp BATCH --cross ELEMENT`, which checks both programs and compares \
+             them node by node: it prints this signature and exits 1. `compiler/batch/` and \
+             `compiler/element/` hold the two compiles.\n",
         );
     }
     s.push_str("\n## Minimized network\n\n```\n");
@@ -317,7 +430,13 @@ fn render_report(f: &PimcompFinding, r: &FindingRecord, checked: bool) -> String
         }
         s.push_str("```\n");
     }
-    if checked {
+    if checked && cross {
+        s.push_str(
+            "\n`check/` holds `pimdiff pimcomp --cross --out` of the two programs: each check's \
+             report in `check/batch/report.md` and `check/element/report.md`, the comparison in \
+             `check/cross.json`.\n",
+        );
+    } else if checked {
         s.push_str("\nThe check's report is in `check/report.md`.\n");
     }
     s
