@@ -193,11 +193,13 @@ fn fake_compiler_crash_and_miscompilation_are_each_reported_once_minimized() {
         assert!(!dir.join("compiler/element").exists());
     }
     let mismatch = s.findings.iter().find(|f| f.outcome == "mismatch").unwrap();
-    assert!(tmp
-        .path()
-        .join(&mismatch.dir)
-        .join("check/report.md")
-        .is_file());
+    let check = tmp.path().join(&mismatch.dir).join("check");
+    assert!(check.join("report.md").is_file());
+    // The check names the program's saved copy, not the removed compile tree.
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(check.join("summary.json")).unwrap())
+            .unwrap();
+    assert_eq!(summary["program"], "compiler/SimulationInfo.gz");
     // No early (unminimized) directories remain.
     let names: Vec<String> = std::fs::read_dir(tmp.path().join("findings"))
         .unwrap()

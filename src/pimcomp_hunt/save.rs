@@ -223,7 +223,10 @@ fn save_compiles(root: &Path, r: &FindingRecord) -> Result<bool, HuntError> {
         };
         save_compile(&compiler, run)?;
         return Ok(match (run.checked_program(), run.table()) {
-            (Some(p), Some(t)) => write_check(&p, &t, r.case_seed, &root.join("check")),
+            (Some(p), Some(t)) => {
+                let saved = Path::new("compiler").join(p.file_name().unwrap_or_default());
+                write_check(&p, &t, &saved, r.case_seed, &root.join("check"))
+            }
             _ => false,
         });
     }
@@ -273,10 +276,12 @@ fn check_options(program: &Path, table: &Path, seed: u64) -> crate::pimcomp::Opt
 }
 
 /// `pimdiff pimcomp --out DIR` of the saved program (best effort: a report, not a verdict).
-fn write_check(program: &Path, table: &Path, seed: u64, out: &Path) -> bool {
+/// The report names `saved`, the program's copy in the finding (the compile's own tree is
+/// removed after saving).
+fn write_check(program: &Path, table: &Path, saved: &Path, seed: u64, out: &Path) -> bool {
     let opts = check_options(program, table, seed);
     match crate::pimcomp::check(&opts) {
-        Ok(c) => crate::pimcomp::report::write(&c, out, program, seed, opts.schedule).is_ok(),
+        Ok(c) => crate::pimcomp::report::write(&c, out, saved, seed, opts.schedule).is_ok(),
         Err(_) => false,
     }
 }
