@@ -375,6 +375,31 @@ fn recorded_x1_is_a_cross_mode_finding() {
     assert!(alone.is_none());
 }
 
+/// E3 (element mode joins a CONCAT's operands in node order, not in the model's): the
+/// recorded element compile of the minimized `concat [conv2, conv9, conv8]` signs as
+/// `channels-permuted` (its wrong pixels hold their own values in other channels), beside the
+/// program's `core-count` finding, however the check observed the node.
+#[test]
+fn recorded_e3_is_a_channels_permuted_finding() {
+    let f = recorded("e3-concat-operand-order");
+    assert_eq!(f.minimized.nodes[4].inputs, [1, 3, 2]);
+    let ctx = replay_context();
+    let (o, _) = ctx.run_one(&f.minimized, f.case_seed, Pipeline::Element, false);
+    assert_eq!(o.kind, "mismatch");
+    assert!(o.has(&f.signature), "{o:?}");
+    assert!(
+        o.has("core-count/element/max-index>=core_cnt/used=core_cnt"),
+        "{o:?}"
+    );
+    assert!(
+        o.detail.ends_with(
+            "numerics check says mismatch: node 4 (concat11, OP_CONCAT): 2 of 6 elements differ"
+        ),
+        "{}",
+        o.detail
+    );
+}
+
 /// X1 saved as a finding: the directory holds both compiles (`compiler/batch/`,
 /// `compiler/element/`), `check/` is `pimdiff pimcomp --cross --out` of the two, and
 /// `sh repro.sh` (the replaying stand-in as `PIMCOMP_NN_BIN`, our `pimdiff` on `PATH`)

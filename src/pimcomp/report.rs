@@ -142,6 +142,16 @@ pub fn write(
     seed: u64,
     schedule: Schedule,
 ) -> Result<(), PimcompError> {
+    write_atomically(out, |tmp| fill(c, tmp, program, seed, schedule))
+}
+
+/// Writes the output directory `out` atomically: `fill` writes into a temporary sibling,
+/// which is renamed into place, so `out` is either absent or complete. `out` must not exist or
+/// be empty.
+pub fn write_atomically(
+    out: &Path,
+    fill: impl FnOnce(&Path) -> Result<(), PimcompError>,
+) -> Result<(), PimcompError> {
     let io = |path: &Path| {
         let path = path.to_path_buf();
         move |source| PimcompError::Io { path, source }
@@ -159,6 +169,25 @@ pub fn write(
     let tmp = out.with_file_name(format!(".{name}.tmp-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&tmp);
     std::fs::create_dir_all(&tmp).map_err(io(&tmp))?;
+    fill(&tmp)?;
+    if out.exists() {
+        std::fs::remove_dir(out).map_err(io(out))?;
+    }
+    std::fs::rename(&tmp, out).map_err(io(out))
+}
+
+/// The contents of [`write`]'s directory, into `tmp`.
+fn fill(
+    c: &Checked,
+    tmp: &Path,
+    program: &Path,
+    seed: u64,
+    schedule: Schedule,
+) -> Result<(), PimcompError> {
+    let io = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| PimcompError::Io { path, source }
+    };
     let summary = Summary {
         program: program.display().to_string(),
         mode: c.mode,
@@ -168,19 +197,15 @@ pub fn write(
     };
     let json =
         serde_json::to_string_pretty(&summary).map_err(|e| PimcompError::Setup(e.to_string()))?;
-    std::fs::write(tmp.join("summary.json"), json + "\n").map_err(io(&tmp))?;
+    std::fs::write(tmp.join("summary.json"), json + "\n").map_err(io(tmp))?;
     let run_cmd = write_run(c, &tmp.join("run"))?;
     let mut node_cmds = Vec::new();
     for v in c.verdicts.iter().filter(|v| v.status == Status::Mismatch) {
-        let cmd = write_node(c, v, &tmp, &Path::new("nodes").join(node_dir(v)))?;
+        let cmd = write_node(c, v, tmp, &Path::new("nodes").join(node_dir(v)))?;
         node_cmds.push((v.index, cmd));
     }
     let report = markdown(c, program, seed, schedule, &run_cmd, &node_cmds);
-    std::fs::write(tmp.join("report.md"), report).map_err(io(&tmp))?;
-    if out.exists() {
-        std::fs::remove_dir(out).map_err(io(out))?;
-    }
-    std::fs::rename(&tmp, out).map_err(io(out))
+    std::fs::write(tmp.join("report.md"), report).map_err(io(tmp))
 }
 
 fn node_dir(v: &NodeVerdict) -> String {

@@ -256,23 +256,11 @@ impl CrossChecked {
     /// into `out/cross.json`. `out` must not exist or be empty; it is written as a temporary
     /// sibling and renamed into place.
     pub fn write(&self, out: &Path, seed: u64, schedule: Schedule) -> Result<(), PimcompError> {
-        let io = |path: &Path| {
-            let path = path.to_path_buf();
-            move |source| PimcompError::Io { path, source }
-        };
-        if out.exists() && std::fs::read_dir(out).map_err(io(out))?.next().is_some() {
-            return Err(PimcompError::Setup(format!(
-                "{} exists and is not empty",
-                out.display()
-            )));
-        }
-        let name = out
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_else(|| "out".into());
-        let tmp = out.with_file_name(format!(".{name}.tmp-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&tmp);
-        std::fs::create_dir_all(&tmp).map_err(io(&tmp))?;
+        report::write_atomically(out, |tmp| self.fill(tmp, seed, schedule))
+    }
+
+    /// The contents of [`write`](Self::write)'s directory, into `tmp`.
+    fn fill(&self, tmp: &Path, seed: u64, schedule: Schedule) -> Result<(), PimcompError> {
         let (b, e) = (&self.batch, &self.element);
         report::write(&b.1, &tmp.join("batch"), &b.0, seed, schedule)?;
         report::write(&e.1, &tmp.join("element"), &e.0, seed, schedule)?;
@@ -291,11 +279,8 @@ impl CrossChecked {
         };
         let text =
             serde_json::to_string_pretty(&json).map_err(|e| PimcompError::Setup(e.to_string()))?;
-        std::fs::write(tmp.join("cross.json"), text + "\n").map_err(io(&tmp))?;
-        if out.exists() {
-            std::fs::remove_dir(out).map_err(io(out))?;
-        }
-        std::fs::rename(&tmp, out).map_err(io(out))
+        let path = tmp.join("cross.json");
+        std::fs::write(&path, text + "\n").map_err(|source| PimcompError::Io { path, source })
     }
 }
 
