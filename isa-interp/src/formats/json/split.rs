@@ -752,6 +752,39 @@ mod tests {
     }
 
     #[test]
+    fn odd_but_valid_instructions_stream_to_the_sequential_program() {
+        // Unknown keys, repeated fields (the last wins), keys in any order, an offset object
+        // with extra keys, a config with nested values: all valid, all on the fast path.
+        let insts = [
+            r#"{"op": "sldi", "rd": 1, "imm": 2, "x": {"y": [1, "z", null]}}"#,
+            r#"{"imm": 5, "rd": 2, "imm": 7, "op": "sldi"}"#,
+            r#"{"op": "nop", "op": "sldi", "rd": 3, "imm": -4}"#,
+            r#"{"op": "vvadd", "rd": 0, "rs1": 1, "rs2": 2, "len": 4, "offset": {"w": true, "offset_value": 0, "offset_select": 0}}"#,
+        ];
+        for inst in insts {
+            let text = format!(
+                r#"{{"config": {{"core_cnt": 1, "extra": {{"a": [1.5, -2, 18446744073709551615]}}}}, "core0": [{inst}]}}"#
+            );
+            let sequential = read_json_slice(text.as_bytes());
+            assert!(sequential.is_ok(), "{text}: {sequential:?}");
+            assert_eq!(streamed(text.as_bytes(), 1), sequential.ok(), "{text}");
+        }
+        // Wrong types and unknown ops are errors the sequential parser reports; the stream
+        // gives nothing of its own for them.
+        for inst in [
+            r#"{"op": 3}"#,
+            r#"{"op": "frobnicate"}"#,
+            r#"{"op": "ld", "rd": 1, "rs1": 2, "offset": 4, "size": 8}"#,
+            r#"{"op": "sldi", "rd": "1", "imm": 2}"#,
+            r#"[1]"#,
+        ] {
+            let text = format!(r#"{{"config": {{"core_cnt": 1}}, "core0": [{inst}]}}"#);
+            assert!(read_json_slice(text.as_bytes()).is_err(), "{text}");
+            assert!(streamed(text.as_bytes(), 1).is_none(), "{text}");
+        }
+    }
+
+    #[test]
     fn not_json_and_blank_texts() {
         assert!(matches!(
             parse_stream(&b"  sync\n"[..], 1),
