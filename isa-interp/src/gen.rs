@@ -380,6 +380,26 @@ impl<'a> Arbitrary<'a> for Program {
     }
 }
 
+/// `text` damaged by `edits` (position modulo the length, byte): a zero byte deletes, an even
+/// byte overwrites, an odd byte inserts. What the "damaged input never panics / never
+/// disagrees" properties feed the readers.
+pub fn damage(mut text: Vec<u8>, edits: &[(usize, u8)]) -> Vec<u8> {
+    for &(pos, byte) in edits {
+        if text.is_empty() {
+            break;
+        }
+        let pos = pos % text.len();
+        match byte {
+            0 => {
+                text.remove(pos);
+            }
+            b if b % 2 == 0 => text[pos] = b,
+            b => text.insert(pos, b),
+        }
+    }
+    text
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -393,24 +393,6 @@ fn large_texts_take_the_parallel_path_with_the_same_result() {
     assert_eq!(formats::load_bytes(&gzip(&text)).unwrap(), p);
 }
 
-/// Apply `edits` (position, byte; a zero byte deletes) to `text`.
-fn mutate(mut text: Vec<u8>, edits: &[(usize, u8)]) -> Vec<u8> {
-    for &(pos, byte) in edits {
-        if text.is_empty() {
-            break;
-        }
-        let pos = pos % text.len();
-        match byte {
-            0 => {
-                text.remove(pos);
-            }
-            b if b % 2 == 0 => text[pos] = b,
-            b => text.insert(pos, b),
-        }
-    }
-    text
-}
-
 proptest! {
     #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
 
@@ -423,7 +405,7 @@ proptest! {
         gz in any::<bool>(),
     ) {
         for text in [to_json(&p), asm::print(&p).into_bytes()] {
-            let damaged = mutate(text, &edits);
+            let damaged = gen::damage(text, &edits);
             let bytes = if gz { gzip(&damaged) } else { damaged.clone() };
             if let Ok(q) = formats::load_bytes(&bytes) {
                 prop_assert_eq!(json::read_json_slice(&to_json(&q)).unwrap(), q.clone());

@@ -794,24 +794,6 @@ mod tests {
         assert!(matches!(parse_stream(&b""[..], 1), Streamed::Failed));
     }
 
-    /// Apply `edits` (position, byte; a zero byte deletes, odd bytes insert) to `text`.
-    fn damage(mut text: Vec<u8>, edits: &[(usize, u8)]) -> Vec<u8> {
-        for &(pos, byte) in edits {
-            if text.is_empty() {
-                break;
-            }
-            let pos = pos % text.len();
-            match byte {
-                0 => {
-                    text.remove(pos);
-                }
-                b if b % 2 == 0 => text[pos] = b,
-                b => text.insert(pos, b),
-            }
-        }
-        text
-    }
-
     proptest! {
         #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
 
@@ -825,7 +807,7 @@ mod tests {
         ) {
             let text = to_json(&p);
             prop_assert_eq!(streamed(&text, part_bytes), Some(p));
-            let damaged = damage(text, &edits);
+            let damaged = gen::damage(text, &edits);
             if let Some(q) = streamed(&damaged, part_bytes) {
                 prop_assert_eq!(read_json_slice(&damaged).ok(), Some(q));
             }
