@@ -63,14 +63,14 @@ fn throughput(cases: usize) {
         one(seed);
     }
     let start = Instant::now();
-    let mut kinds: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut kinds: BTreeMap<pimdiff::finding::Kind, usize> = BTreeMap::new();
     for seed in 0..cases as u64 {
         *kinds.entry(one(seed)).or_insert(0) += 1;
     }
     let single = cases as f64 / start.elapsed().as_secs_f64();
     let threads = rayon::current_num_threads();
     let start = Instant::now();
-    let par: Vec<&str> = (0..cases as u64).into_par_iter().map(one).collect();
+    let par: Vec<pimdiff::finding::Kind> = (0..cases as u64).into_par_iter().map(one).collect();
     let parallel = cases as f64 / start.elapsed().as_secs_f64();
     assert_eq!(par.len(), cases);
     println!("## throughput (default GenConfig, in-repo compiler, {cases} cases)\n");

@@ -304,7 +304,7 @@ fn lowering(target: LoweringTarget, data: &[u8]) {
     };
     let cfg = lowering_run_config();
     let result = check_case(&case, cfg);
-    STATS.record(result.outcome.kind());
+    STATS.record(result.outcome.kind().as_str());
     if result.outcome.is_finding() {
         panic!(
             "{} found a miscompilation (turn this artifact into a case with `pimdiff from-fuzz ARTIFACT --target {} OUT_DIR`):\n{}",

@@ -25,6 +25,7 @@ pub mod check;
 pub mod cli;
 pub mod compilers;
 pub mod corpus;
+pub mod finding;
 pub mod fuzz_targets;
 pub mod generate;
 pub mod hunt;

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::{Command, Output};
 
+use pimdiff::finding::Kind;
 use pimdiff::hunt::HuntSummary;
 
 const BIN: &str = env!("CARGO_BIN_EXE_pimdiff");
@@ -95,17 +96,17 @@ fn a_hunt_through_the_protocol_finds_nothing_and_matches_the_in_repo_compiler() 
     let external = hunt(&tmp.path().join("external"), Some(&cmd));
     let in_repo = hunt(&tmp.path().join("in-repo"), None);
     assert!(external.findings.is_empty());
-    let count = |s: &HuntSummary, k: &str| s.outcomes.get(k).copied().unwrap_or(0);
-    assert!(count(&external, "pass") > 0, "{:?}", external.outcomes);
+    let count = |s: &HuntSummary, k: Kind| s.outcomes.get(&k).copied().unwrap_or(0);
+    assert!(count(&external, Kind::Pass) > 0, "{:?}", external.outcomes);
     assert!(
-        count(&external, "unsupported") > 0,
+        count(&external, Kind::Unsupported) > 0,
         "no unsupported case exercised the exit-3 path: {:?}",
         external.outcomes
     );
-    let nonzero = |m: &BTreeMap<String, u64>| -> BTreeMap<String, u64> {
+    let nonzero = |m: &BTreeMap<Kind, u64>| -> BTreeMap<Kind, u64> {
         m.iter()
             .filter(|(_, &v)| v > 0)
-            .map(|(k, &v)| (k.clone(), v))
+            .map(|(&k, &v)| (k, v))
             .collect()
     };
     assert_eq!(nonzero(&external.outcomes), nonzero(&in_repo.outcomes));

@@ -651,7 +651,7 @@ fn hunt_bug(bug: BugClass) -> (Case, String) {
                 case_size(&case),
                 case_size(&small)
             );
-            return (small, m.signature.kind.clone());
+            return (small, m.signature.kind.to_string());
         }
     }
     panic!("{}: no finding in 20000 cases", bug.name());

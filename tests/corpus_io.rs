@@ -6,10 +6,11 @@ use std::path::{Path, PathBuf};
 
 use pimdiff::check::{check_case, RunConfig};
 use pimdiff::corpus::{
-    self, clean_temp_dirs, discover, read_entry_meta, replay, save_finding, AtomicDir, Attachment,
-    CorpusError, ExpectFile, Expectation, ExpectationParseError, FindingMeta, MinimizationStats,
-    Observed, Origin,
+    self, discover, read_entry_meta, replay, save_finding, Attachment, CorpusError, ExpectFile,
+    Expectation, ExpectationParseError, FindingMeta, MinimizationStats, Observed, Origin,
 };
+use pimdiff::finding::Kind;
+use pimdiff_atomic::{clean_temp as clean_temp_dirs, AtomicDir};
 use pimdiff_oracle::io::{read_case, write_npy_atomic};
 
 fn corpus_case(name: &str) -> PathBuf {
@@ -83,7 +84,7 @@ fn a_failed_write_removes_its_temporary_directory_and_a_commit_is_complete() {
     assert_eq!(fs::read_to_string(dest.join("a")).unwrap(), "1");
     assert!(matches!(
         AtomicDir::create(&dest),
-        Err(CorpusError::Exists { .. })
+        Err(pimdiff_atomic::Error::Exists { .. })
     ));
 }
 
@@ -96,7 +97,7 @@ fn expectations_parse_print_and_match() {
             "unsupported: not enough",
             Expectation::Unsupported(Some("not enough".into())),
         ),
-        ("fault", Expectation::Kind("fault".into())),
+        ("fault", Expectation::Kind(Kind::Fault)),
         ("finding", Expectation::AnyFinding),
         (
             "signature: fault: recv: SizeMismatch",
@@ -113,18 +114,18 @@ fn expectations_parse_print_and_match() {
         Err(ExpectationParseError::EmptySignature)
     );
     assert_eq!(
-        Expectation::parse("crash"),
-        Err(ExpectationParseError::Unknown("crash".into()))
+        Expectation::parse("explode"),
+        Err(ExpectationParseError::Unknown("explode".into()))
     );
 
     let fault = Observed {
-        kind: "fault".into(),
+        kind: Kind::Fault,
         finding: true,
         signature: Some("fault: recv: SizeMismatch".into()),
         unsupported_reason: None,
     };
     let unsupported = Observed {
-        kind: "unsupported".into(),
+        kind: Kind::Unsupported,
         finding: false,
         signature: None,
         unsupported_reason: Some("not enough crossbar arrays: 3 needed".into()),
@@ -148,13 +149,13 @@ fn bad_metadata_is_refused_with_the_file_and_field() {
     let tmp = tempfile::tempdir().unwrap();
     fs::write(
         tmp.path().join("expect.json"),
-        r#"{"format": 1, "expect": "crash"}"#,
+        r#"{"format": 1, "expect": "explode"}"#,
     )
     .unwrap();
     match read_entry_meta(tmp.path()) {
         Err(CorpusError::BadExpectation { path, problem }) => {
             assert_eq!(path, tmp.path().join("expect.json"));
-            assert_eq!(problem, ExpectationParseError::Unknown("crash".into()));
+            assert_eq!(problem, ExpectationParseError::Unknown("explode".into()));
         }
         other => panic!("{other:?}"),
     }
@@ -309,7 +310,7 @@ fn replay_compares_each_case_with_its_expectation() {
         ]
     );
     let wrong_row = rows[2].result.as_ref().unwrap();
-    assert_eq!(wrong_row.observed.kind, "pass");
+    assert_eq!(wrong_row.observed.kind, Kind::Pass);
     let d = wrong_row.expected_disagrees.clone().unwrap();
     assert_eq!(d.count, 1);
     assert_eq!(d.first.len(), 1);

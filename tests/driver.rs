@@ -7,6 +7,7 @@ use std::time::Duration;
 use pimdiff::check::outcome::{Outcome, Signature};
 use pimdiff::check::{check_case, RunConfig};
 use pimdiff::compilers::CompilerUnderTest;
+use pimdiff::finding::Kind;
 use pimdiff::generate::{case_from_seed, GenConfig};
 use pimdiff::triage::report::render_report;
 use pimdiff_compiler::{compile, CompileOptions};
@@ -149,7 +150,7 @@ fn external_compiler_contract() {
     assert_eq!(
         failed.signature(),
         Some(Signature {
-            kind: "compile-error".into(),
+            kind: Kind::CompileError,
             detail: "the external compiler failed (exit status N): fake_compiler: internal error: tile N has no core"
                 .into()
         })
@@ -342,7 +343,7 @@ fn outcome_kinds_and_findings() {
         (Outcome::Poisoned { reason: "r".into() }, "poisoned", false),
     ];
     for (o, kind, finding) in &cases {
-        assert_eq!(o.kind(), *kind);
+        assert_eq!(o.kind().as_str(), *kind);
         assert_eq!(o.is_finding(), *finding, "{kind}");
         assert_eq!(o.signature().is_some(), *finding, "{kind}");
     }

@@ -8,6 +8,7 @@ use std::time::Duration;
 use pimdiff::check::RunConfig;
 use pimdiff::compilers::mutated::BugClass;
 use pimdiff::compilers::CompilerUnderTest;
+use pimdiff::finding::Kind;
 use pimdiff::generate::GenConfig;
 use pimdiff::hunt::{run_hunt, HuntConfig, HuntControl, HuntError, HuntSummary, Limit, Shard};
 use pimdiff::shrink::MinimizeConfig;
@@ -242,7 +243,7 @@ fn the_correct_compiler_passes_a_short_hunt() {
     assert_eq!(
         s.outcomes
             .keys()
-            .filter(|k| *k != "pass" && *k != "unsupported")
+            .filter(|k| !matches!(k, Kind::Pass | Kind::Unsupported))
             .count(),
         0,
         "{:?}",

@@ -10,6 +10,7 @@ use pimdiff::check::{check_case, Outcome, RunConfig};
 use pimdiff::compilers::mutated::BugClass;
 use pimdiff::compilers::CompilerUnderTest;
 use pimdiff::corpus::{check_entry, load_entry};
+use pimdiff::finding::Kind;
 use pimdiff::generate::{case_from_seed, GenConfig};
 use pimdiff::hunt::{run_hunt, HuntConfig, HuntControl, Limit, Shard};
 use pimdiff::shrink::MinimizeConfig;
@@ -104,7 +105,7 @@ fn an_injected_bug_is_attributed_to_the_lowering_it_is_in() {
             assert_eq!(a.wrong_name(), name);
             // With an all-zero bias the output is right, and the load of the missing
             // constant is a latent uninitialized read: same values, a finding all the same.
-            let how = if sig.kind == "uninitialized-read" {
+            let how = if sig.kind == Kind::UninitializedRead {
                 Disagreement::SameWrongValues
             } else {
                 Disagreement::Values
@@ -170,7 +171,7 @@ fn a_fixed_seed_hunt_of_both_lowerings_finds_nothing() {
     let s = hunt(tmp.path(), both(CompilerUnderTest::default(), None), 1500);
     assert!(s.findings.is_empty(), "{:?}", s.findings);
     assert_eq!(s.cases_run, 1500);
-    assert!(s.outcomes["pass"] >= 1400, "{:?}", s.outcomes);
+    assert!(s.outcomes[&Kind::Pass] >= 1400, "{:?}", s.outcomes);
     assert!(s.compiler.starts_with("channel: in-repo"), "{}", s.compiler);
     assert!(s.compiler.contains(" | pixel: in-repo"), "{}", s.compiler);
 }

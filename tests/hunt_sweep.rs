@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use pimdiff::check::{Stage, StageClock};
+use pimdiff::finding::Kind;
 use pimdiff::hunt::{
     case_seed, parse_duration, sweep, Checker, DurationError, Limit, Observation, Shard,
     ShardError, Sweep, SweepConfig, SweepEnd,
@@ -24,16 +25,16 @@ fn fake(hangs: fn(u64) -> bool) -> Checker<u64> {
         }
         let obs = match (k % 7, k % 11) {
             (3, _) => Observation {
-                kind: "mismatch",
+                kind: Kind::Mismatch,
                 signature: Some(k % 3),
                 decline_reason: None,
             },
             (_, 0) => Observation {
-                kind: "unsupported",
+                kind: Kind::Unsupported,
                 signature: None,
                 decline_reason: Some(format!("reason {}", k % 2)),
             },
-            _ => Observation::of_kind("pass"),
+            _ => Observation::of_kind(Kind::Pass),
         };
         clock.finish();
         obs
@@ -73,7 +74,7 @@ fn run(
                 .map(|(s, _)| (s, limit))
         },
         |_, _| Observation {
-            kind: "timeout",
+            kind: Kind::Timeout,
             signature: Some(99),
             decline_reason: None,
         },
@@ -161,11 +162,11 @@ fn a_sweep_does_not_depend_on_thread_count() {
     // k ≡ 3 (mod 7): 3 (sig 0), 10 (sig 1), 17 (sig 2).
     let firsts: Vec<(u64, u64)> = one.firsts.iter().map(|f| (f.index, f.signature)).collect();
     assert_eq!(firsts, vec![(3, 0), (10, 1), (17, 2)]);
-    assert_eq!(one.counts["mismatch"], 143);
+    assert_eq!(one.counts[&Kind::Mismatch], 143);
     // k ≡ 0 (mod 11) and not ≡ 3 (mod 7): 91 − 13 cases, split by parity.
     assert_eq!(
         one.decline_reasons.values().sum::<u64>(),
-        one.counts["unsupported"]
+        one.counts[&Kind::Unsupported]
     );
     assert_eq!(one.end, SweepEnd::Completed);
     assert_eq!((one.abandoned, one.unfinished.clone()), (0, vec![]));
@@ -185,7 +186,7 @@ fn shards_are_disjoint_and_their_union_is_the_whole_run() {
             limit,
         );
         assert!(s.firsts.iter().all(|f| f.index % 3 == i));
-        mismatches += s.counts.get("mismatch").copied().unwrap_or(0);
+        mismatches += s.counts.get(&Kind::Mismatch).copied().unwrap_or(0);
         cases += s.cases_run;
     }
     assert_eq!(cases, 100);
@@ -195,7 +196,7 @@ fn shards_are_disjoint_and_their_union_is_the_whole_run() {
         never,
         limit,
     );
-    assert_eq!(whole.counts["mismatch"], mismatches);
+    assert_eq!(whole.counts[&Kind::Mismatch], mismatches);
 }
 
 #[test]
@@ -218,7 +219,7 @@ fn hung_cases_are_timeouts_and_the_sweep_goes_on_without_their_threads() {
     assert_eq!(stable(&one), stable(&three));
     assert_eq!(one.end, SweepEnd::Completed);
     assert_eq!(one.cases_run, 100);
-    assert_eq!(one.counts["timeout"], 2);
+    assert_eq!(one.counts[&Kind::Timeout], 2);
     assert_eq!(one.abandoned, 2);
     let timeout = one.firsts.iter().find(|f| f.signature == 99).unwrap();
     assert_eq!((timeout.index, timeout.occurrences), (5, 2));
@@ -238,7 +239,7 @@ fn too_many_hung_cases_end_the_sweep_at_the_same_case_for_any_thread_count() {
     assert_eq!(one.end, SweepEnd::TooManyStuck);
     // Up to and including the third hanging index, 23.
     assert_eq!(one.cases_run, 24);
-    assert_eq!(one.counts["timeout"], 3);
+    assert_eq!(one.counts[&Kind::Timeout], 3);
 }
 
 #[test]
@@ -260,7 +261,7 @@ fn a_stop_ends_the_sweep_even_with_cases_that_never_finish() {
     assert_eq!(s.end, SweepEnd::Interrupted);
     assert_eq!(s.cases_run, 20);
     assert_eq!(s.unfinished, vec![20, 21]);
-    assert_eq!(s.counts.get("timeout"), None);
+    assert_eq!(s.counts.get(&Kind::Timeout), None);
 }
 
 #[test]

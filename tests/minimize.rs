@@ -5,6 +5,7 @@ use std::time::Duration;
 use pimdiff::check::{check_case, RunConfig};
 use pimdiff::compilers::mutated::BugClass;
 use pimdiff::compilers::CompilerUnderTest;
+use pimdiff::finding::Kind;
 use pimdiff::generate::{describe_case, GenConfig};
 use pimdiff::hunt::detection::first_detection;
 use pimdiff::shrink::{case_size, minimize, MinimizeConfig};
@@ -81,7 +82,7 @@ fn step_budget_is_respected_and_progress_kept() {
 fn a_signature_that_never_occurs_keeps_nothing() {
     let (found, cfg) = detection(BugClass::MissingBias);
     let other = pimdiff::check::outcome::Signature {
-        kind: "fault".into(),
+        kind: Kind::Fault,
         detail: "st: GmemRange".into(),
     };
     let m = minimize(&found.case, &cfg, &other, &MinimizeConfig::default());

@@ -6,6 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use pimdiff::finding::Kind;
 use pimdiff::generate::network::{check_model_json, network_from_seed, NetConfig, NetOp, Network};
 use pimdiff::hunt::{HuntControl, Limit, Shard};
 use pimdiff::pimcomp_hunt::case::CaseContext;
@@ -301,7 +302,7 @@ fn minimization_replays(name: &str) {
     assert!(outcome.has(&f.signature), "{name}: {outcome:?}");
     // A network off the recorded path (the original itself) is refused, not judged.
     let (off, _) = ctx.run_for_signature(&f.original, f.case_seed, &f.signature, false);
-    assert_eq!(off.kind, "rejected", "{name}");
+    assert_eq!(off.kind, Kind::Rejected, "{name}");
 }
 
 /// B1 (batch input reuse by a colliding hash): 13 nodes → input and one 1×1 CONV.
@@ -321,7 +322,7 @@ fn recorded_k1_minimizes_to_the_same_network() {
     assert_eq!(f.minimized.size(), (3, 1, 1));
     let ctx = replay_context();
     let (o, mut runs) = ctx.run_for_signature(&f.minimized, f.case_seed, &f.signature, true);
-    assert_eq!(o.kind, "core-count");
+    assert_eq!(o.kind, Kind::CoreCount);
     assert_eq!(
         o.detail,
         "the program names core 2 but its config declares core_cnt = 2 (2 cores used); with \
@@ -360,10 +361,10 @@ fn recorded_x1_is_a_cross_mode_finding() {
         &[Pipeline::Batch, Pipeline::Element],
         false,
     );
-    let kinds: Vec<&str> = outcomes.iter().map(|(o, _)| o.kind).collect();
-    assert_eq!(kinds, ["pass", "pass"]);
+    let kinds: Vec<Kind> = outcomes.iter().map(|(o, _)| o.kind).collect();
+    assert_eq!(kinds, [Kind::Pass, Kind::Pass]);
     let cross = cross.expect("a cross-mode finding");
-    assert_eq!(cross.kind, "cross-mode");
+    assert_eq!(cross.kind, Kind::CrossMode);
     assert_eq!(cross.signature.as_deref(), Some(f.signature.as_str()));
     assert_eq!(
         cross.detail,
@@ -385,7 +386,7 @@ fn recorded_e3_is_a_channels_permuted_finding() {
     assert_eq!(f.minimized.nodes[4].inputs, [1, 3, 2]);
     let ctx = replay_context();
     let (o, _) = ctx.run_one(&f.minimized, f.case_seed, Pipeline::Element, false);
-    assert_eq!(o.kind, "mismatch");
+    assert_eq!(o.kind, Kind::Mismatch);
     assert!(o.has(&f.signature), "{o:?}");
     assert!(
         o.has("core-count/element/max-index>=core_cnt/used=core_cnt"),

@@ -9,6 +9,7 @@ use pimdiff::check::outcome::Outcome;
 use pimdiff::check::{check_case, CaseResult, RunConfig};
 use pimdiff::compilers::mutated::{compile_mutated, BugClass};
 use pimdiff::compilers::CompilerUnderTest;
+use pimdiff::finding::Kind;
 use pimdiff::triage::chipmap::{chip_map, transfers};
 use pimdiff::triage::pictures::{
     self, heatmap, render_pictures, write_pictures, PictureError, DIFF_SVG, MAPPING_SVG,
@@ -304,7 +305,7 @@ fn mapping_svg_flags_crossbars_that_do_not_hold_their_tile() {
 fn mapping_svg_shows_send_and_recv_sides_that_disagree() {
     let case = conv_case();
     let result = check_case(&case, &injected(BugClass::RecvWrongCore));
-    assert_eq!(result.outcome.kind(), "deadlock");
+    assert_eq!(result.outcome.kind(), Kind::Deadlock);
     let svg = svg_of(&case, &result, MAPPING_SVG);
     let texts = texts(&svg);
     let arrows: Vec<&String> = texts
@@ -400,7 +401,7 @@ fn transfers_pair_sends_with_recvs_per_ordered_pair() {
 fn write_pictures_writes_each_planned_file_and_nothing_else() {
     let case = conv_case();
     let result = check_case(&case, &injected(BugClass::StoreOffByOne));
-    assert_eq!(result.outcome.kind(), "mismatch");
+    assert_eq!(result.outcome.kind(), Kind::Mismatch);
     let dir = tempfile::tempdir().unwrap();
     let paths = write_pictures(dir.path(), &case, &result).unwrap();
     assert_eq!(
@@ -584,7 +585,7 @@ fn reports_and_pictures_are_the_same_for_an_external_compiler_in_any_temporary_d
     let runs: Vec<(String, Vec<pictures::Picture>)> = (0..2)
         .map(|_| {
             let result = check_case(&case, &cfg);
-            assert_eq!(result.outcome.kind(), "mismatch");
+            assert_eq!(result.outcome.kind(), Kind::Mismatch);
             (
                 render_report(&case, &result, &cfg),
                 render_pictures(&case, &result).unwrap(),

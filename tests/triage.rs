@@ -13,6 +13,7 @@ use std::time::Duration;
 use pimdiff::check::{check_case, RunConfig};
 use pimdiff::compilers::mutated::BugClass;
 use pimdiff::compilers::CompilerUnderTest;
+use pimdiff::finding::Kind;
 use pimdiff::generate::GenConfig;
 use pimdiff::hunt::detection::first_detection;
 use pimdiff::triage::{triage, Budget, Suspect};
@@ -306,7 +307,7 @@ fn a_cancelled_triage_stops_at_once_and_says_so() {
     );
     assert!(t.cut_short);
     assert_eq!(t.minimization.kept, 0);
-    assert_eq!(t.result.outcome.kind(), "mismatch");
+    assert_eq!(t.result.outcome.kind(), Kind::Mismatch);
 }
 
 #[test]
@@ -326,5 +327,5 @@ fn a_spent_budget_stops_at_once_and_says_so() {
     assert_eq!((t.minimization.tried, t.minimization.kept), (0, 0));
     // Nothing was localized: the finding falls back to its shape.
     assert!(!t.localized);
-    assert_eq!(t.result.outcome.kind(), "mismatch");
+    assert_eq!(t.result.outcome.kind(), Kind::Mismatch);
 }

@@ -6,6 +6,7 @@ use std::time::Duration;
 use pimdiff::check::{check_case, check_case_within, Outcome, RunConfig};
 use pimdiff::compilers::mutated::BugClass;
 use pimdiff::compilers::CompilerUnderTest;
+use pimdiff::finding::Kind;
 use pimdiff::generate::{case_from_seed, GenConfig};
 use pimdiff_isa::Opcode;
 use pimdiff_oracle::{Case, Op};
@@ -97,7 +98,7 @@ fn an_interpreter_panic_is_a_finding_of_its_own() {
         "{message}"
     );
     assert!(result.outcome.is_finding());
-    assert_eq!(result.outcome.kind(), "interpreter-panic");
+    assert_eq!(result.outcome.kind(), Kind::InterpreterPanic);
     assert_eq!(
         result.outcome.signature().unwrap().to_string(),
         "interpreter-panic: injected interpreter panic at core N, pc N (mvmul)"

@@ -6,14 +6,14 @@
 //! against `case.json`) before any of its data is read; then the exact result's int32 range.
 //! Files other than the five known names are ignored.
 //!
-//! Writing never leaves a half case behind: the files go into a fresh temporary directory
-//! beside the target, each file and the directory are fsynced, and the directory is renamed
-//! into place in one step (then the parent is fsynced so the rename is durable).
+//! Writing never leaves a half case behind: it goes through `pimdiff-atomic` (a temporary
+//! sibling directory, fsynced, renamed into place in one step).
 
-use std::fs::{self, File};
+use std::fs;
 use std::io::{BufWriter, Write};
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::path::Path;
+
+use pimdiff_atomic::AtomicDir;
 
 use ndarray::{ArrayD, Ix1};
 use ndarray_npy::{WritableElement, WriteNpyExt};
@@ -92,70 +92,47 @@ pub fn read_case(dir: &Path) -> Result<Case, CaseError> {
 /// ([`CaseError::AlreadyExists`]); use [`replace_case`] for that. Missing parent directories
 /// are created. On any error the temporary directory is removed and `dir` is untouched.
 pub fn write_case(case: &Case, dir: &Path) -> Result<(), CaseError> {
-    if !is_absent_or_empty_dir(dir)? {
-        return Err(CaseError::AlreadyExists {
-            path: dir.to_path_buf(),
-        });
-    }
-    let parent = parent_of(dir);
-    fs::create_dir_all(parent).map_err(|e| CaseError::io(parent, e))?;
-    let tmp = fill_temp_dir(case, dir)?;
-    let renamed = fs::rename(&tmp, dir).map_err(|e| {
-        let _ = fs::remove_dir_all(&tmp);
-        // A directory that became non-empty since the check above (another writer won).
-        if dir.is_dir() {
-            CaseError::AlreadyExists {
-                path: dir.to_path_buf(),
-            }
-        } else {
-            CaseError::io(dir, e)
-        }
-    });
-    renamed?;
-    sync_dir(parent_of(dir))
+    let tmp = AtomicDir::create(dir).map_err(atomic_err)?;
+    fill_case_dir(case, tmp.path())?;
+    tmp.commit().map_err(atomic_err)?;
+    Ok(())
 }
 
 /// Writes `case` to `dir`, replacing whatever case directory is there.
 ///
 /// The new case is written completely into a temporary directory first; then the old
-/// directory is renamed aside, the new one renamed into place, and the old one deleted. An
-/// interruption can leave `dir` missing between the two renames (with the old case still
-/// beside it under a `.NAME.old-*` name), but never a half-written case. Files other than the
-/// case's own (a saved finding's report, say) go with the old directory.
+/// directory is moved aside, the new one renamed into place, and the old one deleted (see
+/// [`AtomicDir::commit_replacing`]): never a half-written case. Files other than the case's
+/// own (a saved finding's report, say) go with the old directory.
 pub fn replace_case(case: &Case, dir: &Path) -> Result<(), CaseError> {
-    if is_absent_or_empty_dir(dir)? {
-        return write_case(case, dir);
-    }
-    let tmp = fill_temp_dir(case, dir)?;
-    let aside = fresh_name(dir, "old");
-    if let Err(e) = fs::rename(dir, &aside) {
-        let _ = fs::remove_dir_all(&tmp);
-        return Err(CaseError::io(dir, e));
-    }
-    if let Err(e) = fs::rename(&tmp, dir) {
-        let _ = fs::rename(&aside, dir);
-        let _ = fs::remove_dir_all(&tmp);
-        return Err(CaseError::io(dir, e));
-    }
-    sync_dir(parent_of(dir))?;
-    fs::remove_dir_all(&aside).map_err(|e| CaseError::io(&aside, e))
+    let tmp = AtomicDir::create_anyway(dir).map_err(atomic_err)?;
+    fill_case_dir(case, tmp.path())?;
+    tmp.commit_replacing().map_err(atomic_err)?;
+    Ok(())
 }
 
-/// Writes an int32 array as `.npy` at `path`, atomically: a temporary file beside it, fsync,
-/// rename. An existing file at `path` is replaced (this is for outputs such as
-/// `pimdiff oracle --out`, not for cases).
+/// Writes an int32 array as `.npy` at `path`, atomically (an existing file at `path` is
+/// replaced: this is for outputs such as `pimdiff oracle --out`, not for cases).
 pub fn write_npy_atomic<A: WritableElement>(
     path: &Path,
     array: &ArrayD<A>,
 ) -> Result<(), CaseError> {
-    let tmp = fresh_name(path, "tmp");
-    let result = write_npy_synced(&tmp, array)
-        .and_then(|()| fs::rename(&tmp, path).map_err(|e| CaseError::io(path, e)));
-    if result.is_err() {
-        let _ = fs::remove_file(&tmp);
+    pimdiff_atomic::write_file_with(path, |f| {
+        let mut w = BufWriter::new(f);
+        array
+            .write_npy(&mut w)
+            .map_err(|e| std::io::Error::other(e.to_string()))?;
+        w.flush()
+    })
+    .map_err(atomic_err)
+}
+
+/// An atomic write's error as a case error (an existing destination is `AlreadyExists`).
+fn atomic_err(e: pimdiff_atomic::Error) -> CaseError {
+    match e {
+        pimdiff_atomic::Error::Exists { path } => CaseError::AlreadyExists { path },
+        pimdiff_atomic::Error::Io { path, source } => CaseError::io(path, source),
     }
-    result?;
-    sync_dir(parent_of(path))
 }
 
 /// Whether `path` is a regular file (following symbolic links); `Ok(false)` when absent.
@@ -199,95 +176,33 @@ fn read_bounded(path: &Path) -> Result<String, CaseError> {
     })
 }
 
-fn is_absent_or_empty_dir(dir: &Path) -> Result<bool, CaseError> {
-    match fs::read_dir(dir) {
-        Ok(mut entries) => Ok(entries.next().is_none()),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(true),
-        Err(_) if dir.exists() => Ok(false),
-        Err(e) => Err(CaseError::io(dir, e)),
-    }
-}
-
-/// Creates a fresh temporary directory beside `dir` and writes every file of `case` into it,
-/// fsynced. Removes it again on error.
-fn fill_temp_dir(case: &Case, dir: &Path) -> Result<PathBuf, CaseError> {
+/// Writes every file of `case` into the directory `dir` (under construction; the commit syncs).
+fn fill_case_dir(case: &Case, dir: &Path) -> Result<(), CaseError> {
     case.check_shapes()?;
-    let tmp = loop {
-        let candidate = fresh_name(dir, "tmp");
-        match fs::create_dir(&candidate) {
-            Ok(()) => break candidate,
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(CaseError::io(&candidate, e)),
-        }
+    let new = |name: &str, bytes: &[u8]| {
+        pimdiff_atomic::write_new(&dir.join(name), bytes).map_err(atomic_err)
     };
-    let filled = (|| {
-        write_synced(
-            &tmp.join(CASE_JSON),
-            json::spec_to_json(&case.spec).as_bytes(),
-        )?;
-        write_npy_synced(&tmp.join(INPUT_NPY), &case.input)?;
-        write_npy_synced(&tmp.join(WEIGHT_NPY), &case.weight)?;
-        if let Some(b) = &case.bias {
-            write_npy_synced(&tmp.join(BIAS_NPY), b)?;
-        }
-        if let Some(e) = &case.expected {
-            write_npy_synced(&tmp.join(EXPECTED_NPY), e)?;
-        }
-        sync_dir(&tmp)
-    })();
-    match filled {
-        Ok(()) => Ok(tmp),
-        Err(e) => {
-            let _ = fs::remove_dir_all(&tmp);
-            Err(e)
-        }
+    new(CASE_JSON, json::spec_to_json(&case.spec).as_bytes())?;
+    new(INPUT_NPY, &npy_bytes(&case.input)?)?;
+    new(WEIGHT_NPY, &npy_bytes(&case.weight)?)?;
+    if let Some(b) = &case.bias {
+        new(BIAS_NPY, &npy_bytes(b)?)?;
     }
+    if let Some(e) = &case.expected {
+        new(EXPECTED_NPY, &npy_bytes(e)?)?;
+    }
+    Ok(())
 }
 
-fn write_synced(path: &Path, bytes: &[u8]) -> Result<(), CaseError> {
-    let mut f = File::create(path).map_err(|e| CaseError::io(path, e))?;
-    f.write_all(bytes)
-        .and_then(|()| f.sync_all())
-        .map_err(|e| CaseError::io(path, e))
-}
-
-fn write_npy_synced<A, D>(path: &Path, array: &ndarray::Array<A, D>) -> Result<(), CaseError>
+/// An array as the bytes of a `.npy` file.
+fn npy_bytes<A, D>(array: &ndarray::Array<A, D>) -> Result<Vec<u8>, CaseError>
 where
     A: WritableElement,
     D: ndarray::Dimension,
 {
-    let f = File::create(path).map_err(|e| CaseError::io(path, e))?;
-    let mut w = BufWriter::new(f);
+    let mut out = Vec::new();
     array
-        .write_npy(&mut w)
-        .map_err(|e| CaseError::io(path, std::io::Error::other(e.to_string())))?;
-    let f = w
-        .into_inner()
-        .map_err(|e| CaseError::io(path, e.into_error()))?;
-    f.sync_all().map_err(|e| CaseError::io(path, e))
-}
-
-fn sync_dir(dir: &Path) -> Result<(), CaseError> {
-    File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(|e| CaseError::io(dir, e))
-}
-
-fn parent_of(path: &Path) -> &Path {
-    match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    }
-}
-
-/// `.NAME.KIND-PID-N` beside `path`: hidden, and unique within this process and among
-/// processes.
-fn fresh_name(path: &Path, kind: &str) -> PathBuf {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-    let name = path
-        .file_name()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "case".into());
-    parent_of(path).join(format!(".{name}.{kind}-{}-{n}", std::process::id()))
+        .write_npy(&mut out)
+        .map_err(|e| CaseError::io("<npy>", std::io::Error::other(e.to_string())))?;
+    Ok(out)
 }

@@ -21,6 +21,9 @@
 use std::fmt;
 use std::time::Duration;
 
+use crate::finding::Kind;
+pub use crate::finding::{abstract_message, Signature};
+
 use pimdiff_isa::Opcode;
 use serde::{Deserialize, Serialize};
 
@@ -179,45 +182,26 @@ impl fmt::Display for MismatchClass {
     }
 }
 
-/// What identifies a failure across cases (see the module documentation).
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-pub struct Signature {
-    /// The outcome kind ([`Outcome::kind`]).
-    pub kind: String,
-    /// The abstract detail: e.g. `"ld: LmemRange"`, `"channels all, pixels border only, batch all"`.
-    pub detail: String,
-}
-
-impl fmt::Display for Signature {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.detail.is_empty() {
-            f.write_str(&self.kind)
-        } else {
-            write!(f, "{}: {}", self.kind, self.detail)
-        }
-    }
-}
-
 impl Outcome {
     /// The kind as a word: `pass`, `mismatch`, `fault`, `deadlock`, `out-of-steps`,
     /// `compile-error`, `unsupported`, `poisoned`, `timeout`, `interpreter-panic`,
     /// `bogus-unsupported`, `race`, `uninitialized-read`, `schedule-dependent`.
-    pub fn kind(&self) -> &'static str {
+    pub fn kind(&self) -> Kind {
         match self {
-            Outcome::Pass => "pass",
-            Outcome::Mismatch(_) => "mismatch",
-            Outcome::Fault { .. } => "fault",
-            Outcome::Deadlock { .. } => "deadlock",
-            Outcome::OutOfSteps { .. } => "out-of-steps",
-            Outcome::CompileError { .. } => "compile-error",
-            Outcome::Unsupported { .. } => "unsupported",
-            Outcome::Poisoned { .. } => "poisoned",
-            Outcome::Timeout { .. } => "timeout",
-            Outcome::InterpreterPanic { .. } => "interpreter-panic",
-            Outcome::BogusUnsupported { .. } => "bogus-unsupported",
-            Outcome::Race { .. } => "race",
-            Outcome::UninitializedRead { .. } => "uninitialized-read",
-            Outcome::ScheduleDependent { .. } => "schedule-dependent",
+            Outcome::Pass => Kind::Pass,
+            Outcome::Mismatch(_) => Kind::Mismatch,
+            Outcome::Fault { .. } => Kind::Fault,
+            Outcome::Deadlock { .. } => Kind::Deadlock,
+            Outcome::OutOfSteps { .. } => Kind::OutOfSteps,
+            Outcome::CompileError { .. } => Kind::CompileError,
+            Outcome::Unsupported { .. } => Kind::Unsupported,
+            Outcome::Poisoned { .. } => Kind::Poisoned,
+            Outcome::Timeout { .. } => Kind::Timeout,
+            Outcome::InterpreterPanic { .. } => Kind::InterpreterPanic,
+            Outcome::BogusUnsupported { .. } => Kind::BogusUnsupported,
+            Outcome::Race { .. } => Kind::Race,
+            Outcome::UninitializedRead { .. } => Kind::UninitializedRead,
+            Outcome::ScheduleDependent { .. } => Kind::ScheduleDependent,
         }
     }
 
@@ -255,10 +239,7 @@ impl Outcome {
             | Outcome::ScheduleDependent { detail, .. } => detail.clone(),
             _ => return None,
         };
-        Some(Signature {
-            kind: self.kind().to_string(),
-            detail,
-        })
+        Some(Signature::new(self.kind(), detail))
     }
 
     /// The schedule a `schedule-dependent` outcome ran differently under.
@@ -310,35 +291,4 @@ impl Outcome {
 
 fn first_line(s: &str) -> &str {
     s.lines().next().unwrap_or("")
-}
-
-/// A compiler message made case-independent: its first line, paths reduced to their file
-/// name, every run of digits replaced by `N`, at most 100 characters.
-pub fn abstract_message(message: &str) -> String {
-    let line = first_line(message);
-    let mut words = Vec::new();
-    for word in line.split_whitespace() {
-        // A path: keep the last component (a temporary directory differs per run).
-        let word = if word.contains('/') {
-            word.rsplit('/').next().unwrap_or(word)
-        } else {
-            word
-        };
-        words.push(word);
-    }
-    let joined = words.join(" ");
-    let mut out = String::new();
-    let mut in_digits = false;
-    for ch in joined.chars() {
-        if ch.is_ascii_digit() {
-            if !in_digits {
-                out.push('N');
-            }
-            in_digits = true;
-        } else {
-            in_digits = false;
-            out.push(ch);
-        }
-    }
-    out.chars().take(100).collect()
 }

@@ -23,7 +23,7 @@ use serde::Serialize;
 use super::{exit, EXIT_FINDING, EXIT_OK};
 use crate::check::Outcome;
 use crate::check::{run_bundle, RunConfig};
-use crate::corpus::write_file_atomic;
+use pimdiff_atomic::write_file as write_file_atomic;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -131,6 +131,8 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
         });
     }
     let _ = std::fs::remove_dir_all(&scratch);
+    std::fs::create_dir_all(&args.out)
+        .with_context(|| format!("creating {}", args.out.display()))?;
     let write = |name: &str, bytes: &[u8]| {
         let path = args.out.join(name);
         write_file_atomic(&path, bytes).with_context(|| format!("writing {}", path.display()))

@@ -69,7 +69,7 @@ pub fn render_table(rows: &[ReplayRow]) -> String {
                 let mut o = res.observed.signature.clone().unwrap_or_else(|| {
                     match &res.observed.unsupported_reason {
                         Some(reason) => format!("unsupported: {reason}"),
-                        None => res.observed.kind.clone(),
+                        None => res.observed.kind.to_string(),
                     }
                 });
                 if let Some(d) = &res.expected_disagrees {

@@ -19,6 +19,7 @@ use crate::cli::{exit, EXIT_FINDING, EXIT_OK};
 use crate::compilers::mutated::BugClass;
 use crate::compilers::CompilerUnderTest;
 use crate::corpus::{check_entry, load_entry, EntryResult};
+use crate::finding::Kind;
 use crate::shrink::describe_case;
 
 #[derive(clap::Args, Debug)]
@@ -183,7 +184,7 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
     let checked = check_entry(&entry, &base);
     print!("{}", render(&entry, &checked));
     Ok(exit(
-        if checked.is_finding() || checked.observed.kind != "pass" {
+        if checked.is_finding() || checked.observed.kind != Kind::Pass {
             EXIT_FINDING
         } else {
             EXIT_OK

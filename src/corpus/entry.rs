@@ -138,7 +138,7 @@ pub fn observe_result(result: &CaseResult) -> Observed {
 /// What `repro` and `replay` observe for an outcome.
 pub fn observe(outcome: &crate::check::Outcome) -> Observed {
     Observed {
-        kind: outcome.kind().to_string(),
+        kind: outcome.kind(),
         finding: outcome.is_finding(),
         signature: outcome.signature().map(|s| s.to_string()),
         unsupported_reason: match outcome {

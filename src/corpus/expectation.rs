@@ -4,6 +4,14 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+use crate::finding::Kind;
+
+/// Every outcome kind's word, for messages.
+fn kind_words() -> String {
+    let words: Vec<&str> = Kind::ALL.iter().map(|k| k.as_str()).collect();
+    words.join(", ")
+}
+
 /// What a case must do today. Written as a string in `finding.json` / `expect.json`:
 ///
 /// | string | meaning |
@@ -11,39 +19,24 @@ use serde::{Deserialize, Serialize};
 /// | `pass` | compiles, runs and agrees with the oracle (e.g. a fixed bug) |
 /// | `unsupported` | the compiler declines the case, any reason |
 /// | `unsupported: TEXT` | declines it with a reason containing TEXT (a documented limit) |
-/// | `mismatch`, `fault`, `deadlock`, `compile-error`, `timeout`, `interpreter-panic`, `bogus-unsupported`, `out-of-steps`, `poisoned` | an outcome of that kind |
+/// | `mismatch`, `fault`, `deadlock`, `compile-error`, `timeout`, … (any [`Kind`]) | an outcome of that kind |
 /// | `finding` | any finding |
 /// | `signature: SIG` | a finding whose signature prints exactly as SIG (a bug still present) |
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Expectation {
     Pass,
     Unsupported(Option<String>),
-    Kind(String),
+    Kind(Kind),
     AnyFinding,
     Signature(String),
 }
-
-/// The outcome kinds an [`Expectation::Kind`] may name (`Outcome::kind()` spellings).
-pub const OUTCOME_KINDS: &[&str] = &[
-    "pass",
-    "mismatch",
-    "fault",
-    "deadlock",
-    "out-of-steps",
-    "compile-error",
-    "unsupported",
-    "poisoned",
-    "timeout",
-    "interpreter-panic",
-    "bogus-unsupported",
-];
 
 /// Why an `expect` string does not parse.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum ExpectationParseError {
     #[error("empty expectation")]
     Empty,
-    #[error("unknown expectation {0:?} (known: pass, unsupported[: TEXT], finding, signature: SIG, or an outcome kind: {kinds})", kinds = OUTCOME_KINDS.join(", "))]
+    #[error("unknown expectation {0:?} (known: pass, unsupported[: TEXT], finding, signature: SIG, or an outcome kind: {kinds})", kinds = kind_words())]
     Unknown(String),
     #[error("`signature:` needs a signature after the colon")]
     EmptySignature,
@@ -52,8 +45,8 @@ pub enum ExpectationParseError {
 /// What happened to one case, as far as an [`Expectation`] cares.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Observed {
-    /// `Outcome::kind()`, e.g. `"pass"`, `"mismatch"`.
-    pub kind: String,
+    /// The outcome kind.
+    pub kind: Kind,
     /// Whether the outcome is a finding.
     pub finding: bool,
     /// The signature's display form, for a finding.
@@ -81,9 +74,10 @@ impl Expectation {
             ("unsupported", Some(text)) => Ok(Expectation::Unsupported(Some(text.to_string()))),
             ("signature", Some("")) => Err(ExpectationParseError::EmptySignature),
             ("signature", Some(sig)) => Ok(Expectation::Signature(sig.to_string())),
-            (kind, None) if OUTCOME_KINDS.contains(&kind) => {
-                Ok(Expectation::Kind(kind.to_string()))
-            }
+            (word, None) => match Kind::from_word(word) {
+                Some(kind) => Ok(Expectation::Kind(kind)),
+                None => Err(ExpectationParseError::Unknown(s.to_string())),
+            },
             _ => Err(ExpectationParseError::Unknown(s.to_string())),
         }
     }
@@ -91,9 +85,9 @@ impl Expectation {
     /// Whether `observed` meets the expectation.
     pub fn is_met_by(&self, observed: &Observed) -> bool {
         match self {
-            Expectation::Pass => observed.kind == "pass",
+            Expectation::Pass => observed.kind == Kind::Pass,
             Expectation::Unsupported(text) => {
-                observed.kind == "unsupported"
+                observed.kind == Kind::Unsupported
                     && text.as_ref().is_none_or(|t| {
                         observed
                             .unsupported_reason
@@ -101,7 +95,7 @@ impl Expectation {
                             .is_some_and(|r| r.contains(t.as_str()))
                     })
             }
-            Expectation::Kind(kind) => &observed.kind == kind,
+            Expectation::Kind(kind) => observed.kind == *kind,
             Expectation::AnyFinding => observed.finding,
             Expectation::Signature(sig) => observed.signature.as_deref() == Some(sig.as_str()),
         }
@@ -114,7 +108,7 @@ impl fmt::Display for Expectation {
             Expectation::Pass => f.write_str("pass"),
             Expectation::Unsupported(None) => f.write_str("unsupported"),
             Expectation::Unsupported(Some(t)) => write!(f, "unsupported: {t}"),
-            Expectation::Kind(k) => f.write_str(k),
+            Expectation::Kind(k) => f.write_str(k.as_str()),
             Expectation::AnyFinding => f.write_str("finding"),
             Expectation::Signature(s) => write!(f, "signature: {s}"),
         }

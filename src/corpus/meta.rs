@@ -6,13 +6,13 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::atomic::AtomicDir;
 use super::expectation::Expectation;
 use super::{
     io_err, CorpusError, BUNDLE_DIR, EXPECT_JSON, FINDING_JSON, MAX_META_BYTES, META_FORMAT,
     REPORT_MD,
 };
 use crate::check::versions::LoweringChoice;
+use pimdiff_atomic::AtomicDir;
 
 /// Where a hunt found the case: enough to regenerate the original, unminimized case.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -276,7 +276,7 @@ pub fn save_finding(
     meta: &FindingMeta,
     attachments: &[Attachment],
 ) -> Result<PathBuf, EntryError> {
-    let dir = AtomicDir::create(dest)?;
+    let dir = AtomicDir::create(dest).map_err(CorpusError::from)?;
     pimdiff_oracle::io::write_case(case, dir.path()).map_err(|e| EntryError::Case {
         dir: dest.to_path_buf(),
         source: Box::new(e),
@@ -296,7 +296,7 @@ pub fn save_finding(
         let path = dir.path().join(a.name);
         fs::write(&path, &a.bytes).map_err(io_err(&path))?;
     }
-    Ok(dir.commit()?)
+    Ok(dir.commit().map_err(CorpusError::from)?)
 }
 
 /// A file saved beside a finding's case, report and metadata (a picture, an export for the

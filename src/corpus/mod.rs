@@ -10,10 +10,9 @@
 //!
 //! Nothing is ever half-written: every directory is built under a temporary sibling whose name
 //! starts with [`TEMP_PREFIX`] (a dot, so [`discover`] and every other reader skips it), synced,
-//! then renamed into place ([`AtomicDir`]). A process killed in the middle leaves only such a
-//! temporary directory, which [`clean_temp_dirs`] removes on the next run.
+//! then renamed into place (`pimdiff_atomic::AtomicDir`). A process killed in the middle leaves
+//! only such a temporary directory, which `pimdiff_atomic::clean_temp` removes on the next run.
 
-mod atomic;
 mod entry;
 mod expectation;
 mod meta;
@@ -21,14 +20,11 @@ mod meta;
 use std::io;
 use std::path::{Path, PathBuf};
 
-pub use self::atomic::*;
 pub use self::entry::*;
 pub use self::expectation::*;
 pub use self::meta::*;
 
-/// Name prefix of a directory under construction. Starts with a dot so that readers, which
-/// ignore hidden entries, never see a half-written finding.
-pub const TEMP_PREFIX: &str = ".pimdiff-tmp-";
+pub use pimdiff_atomic::TEMP_PREFIX;
 /// The metadata file of a saved finding.
 pub const FINDING_JSON: &str = "finding.json";
 /// The expectation file of a hand-made regression entry.
@@ -70,6 +66,15 @@ pub enum CorpusError {
     /// A metadata file is too large to be one of ours.
     #[error("{}: {len} bytes, more than the limit of {MAX_META_BYTES} for a metadata file", path.display())]
     TooLarge { path: PathBuf, len: u64 },
+}
+
+impl From<pimdiff_atomic::Error> for CorpusError {
+    fn from(e: pimdiff_atomic::Error) -> CorpusError {
+        match e {
+            pimdiff_atomic::Error::Io { path, source } => CorpusError::Io { path, source },
+            pimdiff_atomic::Error::Exists { path } => CorpusError::Exists { path },
+        }
+    }
 }
 
 fn io_err(path: &Path) -> impl FnOnce(io::Error) -> CorpusError + '_ {

@@ -57,6 +57,8 @@ pub enum HuntError {
     Corpus(#[from] CorpusError),
     #[error(transparent)]
     Save(#[from] corpus::EntryError),
+    #[error(transparent)]
+    Write(#[from] pimdiff_atomic::Error),
 }
 
 /// The summary files inside `--out`.

@@ -25,6 +25,7 @@ use crate::check::watchdog::{stage_limit, timeout_outcome};
 use crate::check::{check_case_within, CaseResult, RunConfig, Signature, Stage};
 use crate::compilers::CompilerUnderTest;
 use crate::corpus::{self, FindingMeta, MinimizationStats, Origin};
+use crate::finding::Kind;
 use crate::generate::{case_from_seed, GenConfig};
 use crate::triage::report::{render_report_with, Suspects};
 
@@ -61,7 +62,7 @@ impl Context {
     /// only carries the oracle's output, unless the oracle was what hung).
     pub fn recheck(&self, k: u64, signature: &Signature) -> (Case, CaseResult) {
         let mut case = self.case(k);
-        let result = if signature.kind == "timeout" {
+        let result = if signature.kind == Kind::Timeout {
             let stage = [Stage::Oracle, Stage::Compile, Stage::Run]
                 .into_iter()
                 .find(|s| s.name() == signature.detail)
@@ -95,7 +96,7 @@ impl Context {
             format: corpus::META_FORMAT,
             signature: sig.to_string(),
             signature_detail: serde_json::to_value(sig).unwrap_or_default(),
-            outcome: sig.kind.clone(),
+            outcome: sig.kind.to_string(),
             // What `repro` and `replay` can confirm without localizing: the saved case's own
             // outcome signature (the finding's `signature` may be a localized cause).
             expect: corpus::Expectation::Signature(

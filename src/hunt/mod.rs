@@ -63,6 +63,7 @@ use crate::check::outcome::abstract_message;
 use crate::check::watchdog::timeout_outcome;
 use crate::check::{check_case_staged, CaseResult, Outcome, Signature};
 use crate::corpus::{self, CorpusError};
+use crate::finding::Kind;
 use crate::generate::GenConfig;
 
 /// Runs a hunt (see the module docs) and writes `summary.json` and `summary.md`. Findings are
@@ -92,11 +93,11 @@ pub fn run_hunt(cfg: &HuntConfig, control: &HuntControl) -> Result<HuntSummary, 
     // kills them: they run in process groups of their own.
     crate::compilers::external::kill_running_commands();
     let summary = summarize(cfg, &generator, jobs, &clock, swept, findings);
-    corpus::write_file_atomic(
+    pimdiff_atomic::write_file(
         &cfg.out.join(SUMMARY_JSON),
         corpus::to_json_text(&summary).as_bytes(),
     )?;
-    corpus::write_file_atomic(
+    pimdiff_atomic::write_file(
         &cfg.out.join(SUMMARY_MD),
         render_summary(&summary).as_bytes(),
     )?;
@@ -145,7 +146,7 @@ fn run_sweep(
             match event {
             SweepEvent::Found { index, observation } => {
                 if let Some(sig) = &observation.signature {
-                    if observation.kind == "interpreter-panic" {
+                    if observation.kind == Kind::InterpreterPanic {
                         say(format!(
                             "INTERPRETER PANIC on case k={index} (a bug in pimdiff itself): {sig}"
                         ));
@@ -199,8 +200,8 @@ fn prepare_out(out: &Path, findings_dir: &Path) -> Result<(), HuntError> {
         path: findings_dir.to_path_buf(),
         source,
     })?;
-    corpus::clean_temp_dirs(out)?;
-    corpus::clean_temp_dirs(findings_dir)?;
+    pimdiff_atomic::clean_temp(out)?;
+    pimdiff_atomic::clean_temp(findings_dir)?;
     let mut entries = std::fs::read_dir(findings_dir).map_err(|source| CorpusError::Io {
         path: findings_dir.to_path_buf(),
         source,
@@ -222,12 +223,12 @@ fn summarize(
     swept: Sweep<Signature>,
     findings: Vec<FindingSummary>,
 ) -> HuntSummary {
-    let count = |k: &str| swept.counts.get(k).copied().unwrap_or(0);
+    let count = |k: Kind| swept.counts.get(&k).copied().unwrap_or(0);
     let max_share = cfg
         .max_unsupported
         .unwrap_or_else(|| declines::default_max_share(generator));
     let declines = Declines::judge(
-        count("unsupported") + count("bogus-unsupported"),
+        count(Kind::Unsupported) + count(Kind::BogusUnsupported),
         swept.cases_run,
         max_share,
         swept.decline_reasons.clone(),
@@ -256,8 +257,8 @@ fn summarize(
         end: swept.end,
         interrupted: swept.end == SweepEnd::Interrupted,
         cases_run: swept.cases_run,
-        timeouts: count("timeout"),
-        interpreter_panics: count("interpreter-panic"),
+        timeouts: count(Kind::Timeout),
+        interpreter_panics: count(Kind::InterpreterPanic),
         abandoned_threads: swept.abandoned,
         unfinished_cases: swept.unfinished,
         outcomes: swept.counts,

@@ -3,6 +3,7 @@
 
 use super::plan::{Limit, Shard};
 use super::sweep::SweepProgress;
+use crate::finding::Kind;
 
 pub(crate) fn progress_bar(enabled: bool, limit: Limit, shard: Shard) -> indicatif::ProgressBar {
     use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -45,27 +46,27 @@ pub(crate) fn update_bar(bar: &indicatif::ProgressBar, p: &SweepProgress<'_>) {
 /// `| 6100/s | pass 980, mismatch 20 | failing buckets 3 | declined 1.2% | TIMEOUTS 1`.
 fn message(p: &SweepProgress<'_>) -> String {
     let rate = p.cases_run as f64 / p.elapsed.as_secs_f64().max(1e-9);
-    let get = |k: &str| p.counts.get(k).copied().unwrap_or(0);
+    let get = |k: Kind| p.counts.get(&k).copied().unwrap_or(0);
     let counts: Vec<String> = p
         .counts
         .iter()
-        .filter(|(k, _)| !matches!(k.as_str(), "timeout" | "interpreter-panic"))
+        .filter(|(k, _)| !matches!(k, Kind::Timeout | Kind::InterpreterPanic))
         .map(|(k, n)| format!("{k} {n}"))
         .collect();
-    let declined = get("unsupported") + get("bogus-unsupported");
+    let declined = get(Kind::Unsupported) + get(Kind::BogusUnsupported);
     let mut msg = format!(
         "| {rate:.0}/s | {} | failing buckets {} | declined {:.1}%",
         counts.join(", "),
         p.unique_findings,
         100.0 * declined as f64 / p.cases_run.max(1) as f64
     );
-    if get("timeout") > 0 {
-        msg.push_str(&format!(" | TIMEOUTS {}", get("timeout")));
+    if get(Kind::Timeout) > 0 {
+        msg.push_str(&format!(" | TIMEOUTS {}", get(Kind::Timeout)));
     }
-    if get("interpreter-panic") > 0 {
+    if get(Kind::InterpreterPanic) > 0 {
         msg.push_str(&format!(
             " | INTERPRETER PANICS {}",
-            get("interpreter-panic")
+            get(Kind::InterpreterPanic)
         ));
     }
     msg

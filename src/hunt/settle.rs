@@ -20,7 +20,8 @@ use super::plan::case_seed;
 use super::summary::FindingSummary;
 use super::sweep::Sweep;
 use crate::check::{check_case, Signature};
-use crate::corpus::{self, MinimizationStats};
+use crate::corpus::MinimizationStats;
+use crate::finding::Kind;
 use crate::shrink::case_size;
 use crate::triage::grouping::{final_cause, group_by_cause, merge_key, Group};
 use crate::triage::{self, Budget, Cause, Triaged};
@@ -90,7 +91,7 @@ pub(super) fn settle(
     // What is left of the sweep's directories belongs to cases outside the hunt's reported
     // range (past the end a hang imposed): removed, so the findings are the same for any jobs.
     for path in provisional.values() {
-        corpus::remove_dir_atomic(path)?;
+        pimdiff_atomic::remove_dir(path)?;
     }
     Ok(out)
 }
@@ -106,7 +107,7 @@ fn causes(
     let items: Vec<(u64, Signature)> = swept
         .firsts
         .iter()
-        .filter(|f| f.signature.kind != "timeout")
+        .filter(|f| f.signature.kind != Kind::Timeout)
         .map(|f| (f.index, f.signature.clone()))
         .collect();
     let cancel = Arc::new(AtomicBool::new(false));
@@ -137,7 +138,7 @@ fn causes(
                 localized: false,
                 also: Vec::new(),
             };
-            if f.signature.kind == "timeout" {
+            if f.signature.kind == Kind::Timeout {
                 key()
             } else {
                 found.next().flatten().unwrap_or_else(key)
@@ -160,7 +161,7 @@ fn triage_all(
     let items: Vec<(usize, u64)> = reps
         .iter()
         .enumerate()
-        .filter(|(_, g)| g.cause.signature.kind != "timeout")
+        .filter(|(_, g)| g.cause.signature.kind != Kind::Timeout)
         .map(|(i, g)| (i, swept.firsts[g.representative].index))
         .collect();
     let which: Vec<usize> = items.iter().map(|&(i, _)| i).collect();
@@ -227,7 +228,7 @@ fn save_final(
         }
         (None, Some(early)) if hurry => {
             // No time to check it again: the directory saved during the sweep is complete.
-            corpus::rename_dir(early, &dest)?;
+            pimdiff_atomic::rename_dir(early, &dest)?;
             unminimized(case_size(&ctx.case(first.index)))
         }
         (None, _) => {
@@ -250,13 +251,13 @@ fn save_final(
     };
     for &b in &f.buckets {
         if let Some(path) = provisional.get(&swept.firsts[b].signature) {
-            corpus::remove_dir_atomic(path)?;
+            pimdiff_atomic::remove_dir(path)?;
         }
     }
     Ok(FindingSummary {
         dir: format!("{FINDINGS_DIR}/{name}"),
         signature: f.signature.to_string(),
-        outcome: f.signature.kind.clone(),
+        outcome: f.signature.kind.to_string(),
         case_index: first.index,
         case_seed: case_seed(ctx.seed, first.index),
         occurrences: f.buckets.iter().map(|&b| swept.firsts[b].occurrences).sum(),

@@ -8,6 +8,7 @@ use super::declines::Declines;
 use super::plan::Shard;
 use super::sweep::SweepEnd;
 use crate::corpus::MinimizationStats;
+use crate::finding::Kind;
 use crate::generate::GenConfig;
 
 /// One finding of a hunt (one root cause, as far as triage can tell), as listed in the
@@ -54,7 +55,7 @@ pub struct HuntSummary {
     pub interrupted: bool,
     pub cases_run: u64,
     /// Cases per outcome kind.
-    pub outcomes: BTreeMap<String, u64>,
+    pub outcomes: BTreeMap<Kind, u64>,
     pub findings: Vec<FindingSummary>,
     /// Cases whose compile or run overran `--case-timeout` (a `timeout` finding each).
     pub timeouts: u64,

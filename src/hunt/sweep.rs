@@ -33,12 +33,13 @@ use std::time::{Duration, Instant};
 
 use super::plan::{Limit, Shard};
 use crate::check::{Stage, StageClock};
+use crate::finding::Kind;
 
 /// What one case did, as far as the sweep cares.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Observation<S> {
-    /// The outcome kind (`Outcome::kind()`), the key of the per-outcome counts.
-    pub kind: &'static str,
+    /// The outcome kind, the key of the per-outcome counts.
+    pub kind: Kind,
     /// The signature (bucket key), for a finding.
     pub signature: Option<S>,
     /// The abstracted reason of a decline, for the per-reason counts.
@@ -47,7 +48,7 @@ pub struct Observation<S> {
 
 impl<S> Observation<S> {
     /// An observation without a signature or reason.
-    pub fn of_kind(kind: &'static str) -> Observation<S> {
+    pub fn of_kind(kind: Kind) -> Observation<S> {
         Observation {
             kind,
             signature: None,
@@ -85,7 +86,7 @@ pub struct Sweep<S> {
     /// Cases resolved (finished or stuck) and counted.
     pub cases_run: u64,
     /// Cases per outcome kind.
-    pub counts: BTreeMap<String, u64>,
+    pub counts: BTreeMap<Kind, u64>,
     /// Declined cases per abstracted reason.
     pub decline_reasons: BTreeMap<String, u64>,
     /// One entry per unique signature, sorted by index.
@@ -104,7 +105,7 @@ pub struct SweepProgress<'a> {
     pub cases_run: u64,
     /// This shard's total, when the limit is a case count.
     pub total: Option<u64>,
-    pub counts: &'a BTreeMap<String, u64>,
+    pub counts: &'a BTreeMap<Kind, u64>,
     pub unique_findings: usize,
     pub elapsed: Duration,
 }
@@ -278,7 +279,7 @@ struct Aggregate<S> {
     watermark: u64,
     pending: BTreeMap<u64, Observation<S>>,
     cases_run: u64,
-    counts: BTreeMap<String, u64>,
+    counts: BTreeMap<Kind, u64>,
     decline_reasons: BTreeMap<String, u64>,
     /// signature → (first index, occurrences)
     firsts: HashMap<S, (u64, u64)>,
@@ -318,7 +319,7 @@ impl<S: Eq + Hash + Clone> Aggregate<S> {
 
     fn apply(&mut self, k: u64, obs: Observation<S>) {
         self.cases_run += 1;
-        *self.counts.entry(obs.kind.to_string()).or_default() += 1;
+        *self.counts.entry(obs.kind).or_default() += 1;
         if let Some(reason) = obs.decline_reason {
             *self.decline_reasons.entry(reason).or_default() += 1;
         }

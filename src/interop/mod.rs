@@ -18,10 +18,7 @@ pub mod mlir;
 pub mod onnx;
 pub mod onnx_proto;
 
-use std::fs;
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use pimdiff_oracle::{Case, Op};
 
@@ -53,7 +50,7 @@ pub enum ExportError {
 /// `case` should be the case the directory holds (the exports are computed from it alone).
 pub fn write_exports(case: &Case, dir: &Path) -> Result<(), ExportError> {
     for (name, bytes) in export_files(case) {
-        write_atomic(&dir.join(name), &bytes)?;
+        pimdiff_atomic::write_file(&dir.join(name), &bytes).map_err(atomic_err)?;
     }
     Ok(())
 }
@@ -72,43 +69,24 @@ pub fn export_files(case: &Case) -> [(&'static str, Vec<u8>); 3] {
 ///
 /// Like [`pimdiff_oracle::io::write_case`], refuses a `dir` that exists and is not empty.
 pub fn write_case_with_exports(case: &Case, dir: &Path) -> Result<(), ExportError> {
-    let already = || {
-        ExportError::Case(pimdiff_oracle::CaseError::AlreadyExists {
-            path: dir.to_path_buf(),
-        })
-    };
-    if !absent_or_empty(dir) {
-        return Err(already());
-    }
-    let staging = staging_name(dir);
-    let result = pimdiff_oracle::io::write_case(case, &staging)
-        .map_err(ExportError::Case)
-        .and_then(|()| write_exports(case, &staging))
-        .and_then(|()| {
-            // rename(2) replaces an empty directory and refuses a non-empty one, so a case
-            // written meanwhile by someone else is never overwritten.
-            fs::rename(&staging, dir).map_err(|error| {
-                if absent_or_empty(dir) {
-                    ExportError::Io {
-                        path: dir.to_path_buf(),
-                        error,
-                    }
-                } else {
-                    already()
-                }
-            })
-        });
-    if result.is_err() {
-        let _ = fs::remove_dir_all(&staging);
-    }
-    result
+    let staging = pimdiff_atomic::AtomicDir::create(dir).map_err(atomic_err)?;
+    // The case writer fills the (empty) staging directory like any empty destination.
+    pimdiff_oracle::io::write_case(case, staging.path()).map_err(ExportError::Case)?;
+    write_exports(case, staging.path())?;
+    staging.commit().map_err(atomic_err)?;
+    Ok(())
 }
 
-/// Whether nothing is at `path`, or an empty directory.
-fn absent_or_empty(path: &Path) -> bool {
-    match fs::read_dir(path) {
-        Ok(mut entries) => entries.next().is_none(),
-        Err(_) => !path.exists(),
+/// An atomic write's error as an export error (an existing case is the case writer's error).
+fn atomic_err(e: pimdiff_atomic::Error) -> ExportError {
+    match e {
+        pimdiff_atomic::Error::Exists { path } => {
+            ExportError::Case(pimdiff_oracle::CaseError::AlreadyExists { path })
+        }
+        pimdiff_atomic::Error::Io { path, source } => ExportError::Io {
+            path,
+            error: source,
+        },
     }
 }
 
@@ -139,37 +117,4 @@ pub fn summary(case: &Case) -> String {
     }
     s.push_str(&format!(", output {:?}", spec.output_shape()));
     s
-}
-
-/// Writes `bytes` to `path` through a temporary sibling file (fsynced, then renamed).
-fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), ExportError> {
-    let io = |p: &Path| {
-        let p = p.to_path_buf();
-        move |error| ExportError::Io { path: p, error }
-    };
-    let tmp = staging_name(path);
-    let written = fs::File::create(&tmp).and_then(|mut f| {
-        f.write_all(bytes)?;
-        f.sync_all()
-    });
-    if let Err(e) = written.and_then(|()| fs::rename(&tmp, path)) {
-        let _ = fs::remove_file(&tmp);
-        return Err(io(path)(e));
-    }
-    Ok(())
-}
-
-/// A fresh hidden sibling of `path`: `.NAME.tmp-PID-N`.
-fn staging_name(path: &Path) -> PathBuf {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-    let name = path
-        .file_name()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "case".to_string());
-    let parent = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    parent.join(format!(".{name}.tmp-{}-{n}", std::process::id()))
 }

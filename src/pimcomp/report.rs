@@ -145,35 +145,22 @@ pub fn write(
     write_atomically(out, |tmp| fill(c, tmp, program, seed, schedule))
 }
 
-/// Writes the output directory `out` atomically: `fill` writes into a temporary sibling,
-/// which is renamed into place, so `out` is either absent or complete. `out` must not exist or
-/// be empty.
+/// Writes a report directory `out` (which must not exist, or be empty) atomically: `fill`
+/// writes into a hidden sibling that is renamed into place (`pimdiff_atomic`).
 pub fn write_atomically(
     out: &Path,
     fill: impl FnOnce(&Path) -> Result<(), PimcompError>,
 ) -> Result<(), PimcompError> {
-    let io = |path: &Path| {
-        let path = path.to_path_buf();
-        move |source| PimcompError::Io { path, source }
+    let atomic = |e: pimdiff_atomic::Error| match e {
+        pimdiff_atomic::Error::Io { path, source } => PimcompError::Io { path, source },
+        pimdiff_atomic::Error::Exists { path } => {
+            PimcompError::Setup(format!("{} exists and is not empty", path.display()))
+        }
     };
-    if out.exists() && std::fs::read_dir(out).map_err(io(out))?.next().is_some() {
-        return Err(PimcompError::Setup(format!(
-            "{} exists and is not empty",
-            out.display()
-        )));
-    }
-    let name = out
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "out".into());
-    let tmp = out.with_file_name(format!(".{name}.tmp-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&tmp);
-    std::fs::create_dir_all(&tmp).map_err(io(&tmp))?;
-    fill(&tmp)?;
-    if out.exists() {
-        std::fs::remove_dir(out).map_err(io(out))?;
-    }
-    std::fs::rename(&tmp, out).map_err(io(out))
+    let dir = pimdiff_atomic::AtomicDir::create(out).map_err(atomic)?;
+    fill(dir.path())?;
+    dir.commit().map_err(atomic)?;
+    Ok(())
 }
 
 /// The contents of [`write`]'s directory, into `tmp`.

@@ -5,6 +5,7 @@ use serde::Serialize;
 use super::compile::{compile, CompileRun, CompilerSetup, Pipeline};
 use super::cross;
 use super::outcome::{check_outcome, compile_outcome, severity, CaseOutcome, NodeSeen};
+use crate::finding::Kind;
 use crate::generate::network::{network_from_seed, NetConfig, Network};
 use crate::hunt::case_seed;
 
@@ -61,7 +62,7 @@ pub struct CaseResult {
 /// A case's outcome kind over all pipelines (the most severe) and its finding signatures.
 #[derive(Clone, Debug, Serialize)]
 pub struct CaseSummary {
-    pub kind: &'static str,
+    pub kind: Kind,
     pub signatures: Vec<String>,
     pub decline: Option<String>,
 }
@@ -92,7 +93,8 @@ impl CaseContext {
         pipeline: Pipeline,
         keep: bool,
     ) -> (CaseOutcome, Option<CompileRun>, Option<Vec<NodeSeen>>) {
-        let unsupported = |detail: String| CaseOutcome::new(pipeline, "unsupported", None, detail);
+        let unsupported =
+            |detail: String| CaseOutcome::new(pipeline, Kind::Unsupported, None, detail);
         let json = match network.to_model_json() {
             Ok(j) => j,
             Err(e) => return (unsupported(format!("network: {e}")), None, None),
@@ -138,7 +140,7 @@ impl CaseContext {
             (Some(b), Some(e)) => cross::compare(b, e).disagreement.map(|d| {
                 CaseOutcome::new(
                     Pipeline::Element,
-                    "cross-mode",
+                    Kind::CrossMode,
                     Some(d.signature()),
                     d.detail(),
                 )
@@ -194,11 +196,11 @@ impl CaseResult {
         let all = || self.outcomes.iter().map(|(o, _)| o).chain(&self.cross);
         let kind = all()
             .map(|o| o.kind)
-            .min_by_key(|k| severity(k))
-            .unwrap_or("pass");
+            .min_by_key(|k| severity(*k))
+            .unwrap_or(Kind::Pass);
         let signatures = all().flat_map(|o| o.signatures().cloned()).collect();
         let decline = self.outcomes.iter().find_map(|(o, _)| {
-            let why = if o.kind == "unsupported" {
+            let why = if o.kind == Kind::Unsupported {
                 Some(o.detail.as_str())
             } else {
                 o.unchecked.as_deref()

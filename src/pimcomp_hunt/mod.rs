@@ -31,6 +31,7 @@ use std::time::{Duration, Instant};
 
 use self::case::CaseContext;
 use self::save::{FindingRecord, PimcompHuntSummary};
+use crate::finding::Kind;
 use crate::generate;
 use crate::hunt::progress::{progress_bar, update_bar};
 use crate::hunt::{
@@ -146,7 +147,7 @@ fn run_sweep(
         // Each compile enforces its own timeout and memory limit; the check is bounded by
         // the interpreter's step budget.
         |_clock| None,
-        |_stage, _limit| Observation::of_kind("hang"),
+        |_stage, _limit| Observation::of_kind(Kind::Hang),
         |event| match event {
             SweepEvent::Found { index, observation } => {
                 let _guard = saved.lock();

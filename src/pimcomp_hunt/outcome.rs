@@ -23,7 +23,7 @@ use std::path::Path;
 
 use super::compile::{frames, CompileRun, CompilerSetup, Exit, Frame, Pipeline, RAISED_PROGRAM};
 use super::cores::{self, CoreCensus};
-use crate::check::outcome::abstract_message;
+use crate::finding::{abstract_message, Kind};
 use crate::pimcomp::{self, Checked, Control, PimcompError, Status};
 
 /// What one compile and check came to.
@@ -31,7 +31,7 @@ use crate::pimcomp::{self, Checked, Control, PimcompError, Status};
 pub struct CaseOutcome {
     pub pipeline: Pipeline,
     /// `pass`, `mismatch`, `disagreement`, `crash`, `abort`, `hang`, `rejected`, `unsupported`.
-    pub kind: &'static str,
+    pub kind: Kind,
     /// The deduplication key of a finding (`None` for pass and unsupported).
     pub signature: Option<String>,
     /// One line for people: the message, the wrong node, the reason.
@@ -52,7 +52,7 @@ impl CaseOutcome {
     /// An outcome without frames or further findings.
     pub fn new(
         pipeline: Pipeline,
-        kind: &'static str,
+        kind: Kind,
         signature: Option<String>,
         detail: String,
     ) -> CaseOutcome {
@@ -91,21 +91,21 @@ pub struct NodeSeen {
 }
 
 /// Kinds in order of severity (the first is reported when both pipelines fail).
-pub const KINDS: [&str; 10] = [
-    "crash",
-    "abort",
-    "hang",
-    "mismatch",
-    "cross-mode",
-    "disagreement",
-    "core-count",
-    "rejected",
-    "unsupported",
-    "pass",
+pub const KINDS: [Kind; 10] = [
+    Kind::Crash,
+    Kind::Abort,
+    Kind::Hang,
+    Kind::Mismatch,
+    Kind::CrossMode,
+    Kind::Disagreement,
+    Kind::CoreCount,
+    Kind::Rejected,
+    Kind::Unsupported,
+    Kind::Pass,
 ];
 
 /// A kind's severity rank (0 = most severe).
-pub fn severity(kind: &str) -> usize {
+pub fn severity(kind: Kind) -> usize {
     KINDS.iter().position(|k| *k == kind).unwrap_or(KINDS.len())
 }
 
@@ -160,9 +160,9 @@ pub fn compile_outcome(
                 .map(|f| f.function.as_str())
                 .collect();
             let (kind, head) = if *signal == 6 {
-                ("abort", abstract_message(&last_message(run)))
+                (Kind::Abort, abstract_message(&last_message(run)))
             } else {
-                ("crash", String::new())
+                (Kind::Crash, String::new())
             };
             let sig = format!(
                 "{kind}/{p}/{}/{}{}",
@@ -193,13 +193,13 @@ pub fn compile_outcome(
             make(kind, Some(sig), detail, frames)
         }
         Exit::Timeout { seconds } => make(
-            "hang",
+            Kind::Hang,
             Some(format!("hang/{p}/timeout")),
             format!("no exit within {seconds:.0} s"),
             Vec::new(),
         ),
         Exit::Memory { mib } => make(
-            "hang",
+            Kind::Hang,
             Some(format!("hang/{p}/memory")),
             format!("resident memory {mib} MiB over the watchdog's limit"),
             Vec::new(),
@@ -207,7 +207,7 @@ pub fn compile_outcome(
         Exit::Code { code } if *code != 0 || run.program().is_none() || run.table().is_none() => {
             let msg = last_message(run);
             make(
-                "rejected",
+                Kind::Rejected,
                 Some(format!("rejected/{p}/{}", abstract_message(&msg))),
                 format!("exit {code}, no program: {msg}"),
                 Vec::new(),
@@ -258,11 +258,11 @@ fn add_core_count(outcome: &mut CaseOutcome, c: &CoreCensus) {
         c.detail(),
         c.max_index.map_or(c.core_cnt, |m| m + 1)
     );
-    if outcome.kind == "unsupported" {
+    if outcome.kind == Kind::Unsupported {
         outcome.unchecked = Some(format!("core-count, numerics: {}", outcome.detail));
     }
-    if severity(outcome.kind) > severity("core-count") {
-        outcome.kind = "core-count";
+    if severity(outcome.kind) > severity(Kind::CoreCount) {
+        outcome.kind = Kind::CoreCount;
         outcome.also.extend(outcome.signature.take());
         outcome.signature = Some(sig);
     } else {
@@ -292,7 +292,7 @@ fn check_program(
         Err(PimcompError::Misaligned { program, table, .. }) => {
             let op = |t: &str| t.split_whitespace().next().unwrap_or("").to_string();
             let o = outcome(
-                "disagreement",
+                Kind::Disagreement,
                 Some(format!(
                     "disagreement/{p}/misaligned/{}/{}",
                     op(&program),
@@ -304,7 +304,7 @@ fn check_program(
         }
         Err(e) => (
             outcome(
-                "unsupported",
+                Kind::Unsupported,
                 None,
                 format!("check: {}", abstract_message(&e.to_string())),
             ),
@@ -338,7 +338,7 @@ fn judge(pipeline: Pipeline, c: &Checked) -> CaseOutcome {
     if !c.outcome.is_finished() {
         let k = c.outcome.kind();
         return outcome(
-            "mismatch",
+            Kind::Mismatch,
             Some(format!("mismatch/{p}/run-{k}")),
             format!("the program's run ended in a {k}"),
         );
@@ -381,7 +381,7 @@ fn judge(pipeline: Pipeline, c: &Checked) -> CaseOutcome {
             sig.push_str(&writers.join("+"));
         }
         return outcome(
-            "mismatch",
+            Kind::Mismatch,
             Some(sig),
             format!(
                 "node {} ({}, {}): {} of {} elements differ",
@@ -393,7 +393,7 @@ fn judge(pipeline: Pipeline, c: &Checked) -> CaseOutcome {
         let d = &v.disagreements[0];
         let op = d.text.split_whitespace().next().unwrap_or("");
         return outcome(
-            "disagreement",
+            Kind::Disagreement,
             Some(format!("disagreement/{p}/{}/{op}/{}", v.op, d.field)),
             format!(
                 "node {} ({}): `{}` {} is {} in the program, {} in the side table",
@@ -409,7 +409,7 @@ fn judge(pipeline: Pipeline, c: &Checked) -> CaseOutcome {
     });
     if let Some(v) = unmodelled {
         return outcome(
-            "unsupported",
+            Kind::Unsupported,
             None,
             format!(
                 "node {} ({}): {}",
@@ -421,12 +421,12 @@ fn judge(pipeline: Pipeline, c: &Checked) -> CaseOutcome {
     }
     if !c.verdicts.iter().any(|v| v.status == Status::Exact) {
         return outcome(
-            "unsupported",
+            Kind::Unsupported,
             None,
             "no node could be compared with an informative reference".into(),
         );
     }
-    outcome("pass", None, String::new())
+    outcome(Kind::Pass, None, String::new())
 }
 
 /// Whether a node's wrong elements are its reference's own values moved between the channels

@@ -22,9 +22,11 @@ use super::compile::{command_line, CompileRun, Pipeline};
 use super::minimize::Shrunk;
 use super::outcome::CaseOutcome;
 use super::PimcompHuntConfig;
-use crate::corpus::{self, AtomicDir, CorpusError};
+use crate::corpus::{self, CorpusError};
+use crate::finding::Kind;
 use crate::generate::network::Network;
 use crate::hunt::{slug, HuntError, Limit, Sweep, SweepEnd, SUMMARY_JSON, SUMMARY_MD};
+use pimdiff_atomic::AtomicDir;
 
 /// Everything a finding directory is written from.
 pub struct FindingRecord {
@@ -79,7 +81,7 @@ pub struct PimcompHuntSummary {
     pub cases_run: u64,
     /// Cases per outcome kind (with `--mode both`, a case counts under its most severe
     /// pipeline outcome).
-    pub outcomes: BTreeMap<String, u64>,
+    pub outcomes: BTreeMap<Kind, u64>,
     /// Declined (unsupported) cases per abstracted reason.
     pub unsupported_reasons: BTreeMap<String, u64>,
     pub findings: Vec<PimcompFinding>,
@@ -103,8 +105,8 @@ fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> HuntError + '_ {
 /// Creates `out/findings`, removes leftovers of interrupted writes, refuses old findings.
 pub fn prepare_out(out: &Path, findings: &Path) -> Result<(), HuntError> {
     std::fs::create_dir_all(findings).map_err(io_err(findings))?;
-    corpus::clean_temp_dirs(out)?;
-    corpus::clean_temp_dirs(findings)?;
+    pimdiff_atomic::clean_temp(out)?;
+    pimdiff_atomic::clean_temp(findings)?;
     let mut entries = std::fs::read_dir(findings).map_err(io_err(findings))?;
     if entries.any(|e| e.is_ok_and(|e| !e.file_name().to_string_lossy().starts_with('.'))) {
         return Err(HuntError::OutNotEmpty {
@@ -151,7 +153,7 @@ pub fn remove_early_dirs(findings: &Path) -> Result<(), HuntError> {
         let entry = entry.map_err(io_err(findings))?;
         let name = entry.file_name().to_string_lossy().into_owned();
         if name.starts_with('k') && entry.path().is_dir() {
-            corpus::remove_dir_atomic(&entry.path())?;
+            pimdiff_atomic::remove_dir(&entry.path())?;
         }
     }
     Ok(())
@@ -404,7 +406,10 @@ fn render_report(f: &PimcompFinding, r: &FindingRecord, checked: bool) -> String
     if !f.reproduced {
         s.push_str(&format!(
             "\n**The minimized network did not show the signature again** (it gave `{}`).\n",
-            r.outcome.signature.as_deref().unwrap_or(r.outcome.kind)
+            r.outcome
+                .signature
+                .as_deref()
+                .unwrap_or(r.outcome.kind.as_str())
         ));
     }
     s.push_str("\n## Reproduce\n\n```sh\nsh repro.sh\n```\n");
@@ -491,8 +496,8 @@ pub fn summarize(
 
 /// Writes `summary.json` and `summary.md`.
 pub fn write_summary(out: &Path, s: &PimcompHuntSummary) -> Result<(), HuntError> {
-    corpus::write_file_atomic(&out.join(SUMMARY_JSON), corpus::to_json_text(s).as_bytes())?;
-    corpus::write_file_atomic(&out.join(SUMMARY_MD), render_summary(s).as_bytes())?;
+    pimdiff_atomic::write_file(&out.join(SUMMARY_JSON), corpus::to_json_text(s).as_bytes())?;
+    pimdiff_atomic::write_file(&out.join(SUMMARY_MD), render_summary(s).as_bytes())?;
     Ok(())
 }
 

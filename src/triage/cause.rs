@@ -31,6 +31,7 @@ use pimdiff_isa::machine::{DeadlockReport, RunOutcome, WaitingFor};
 
 use super::localize::Localization;
 use crate::check::outcome::{MismatchWhat, Outcome, Signature};
+use crate::finding::Kind;
 
 /// A failing run's cause: its signature, whether it is localized (not the shape), and the
 /// other explanations that hold for the same run.
@@ -58,12 +59,8 @@ impl Cause {
 
     /// The key findings are merged on: the detail alone when localized (see
     /// [`Cause::explains_like`]), else the whole shape signature.
-    pub fn merge_key(&self) -> (String, String) {
-        let kind = if self.localized {
-            String::new()
-        } else {
-            self.signature.kind.clone()
-        };
+    pub fn merge_key(&self) -> (Option<Kind>, String) {
+        let kind = (!self.localized).then_some(self.signature.kind);
         (kind, self.signature.detail.clone())
     }
 }
@@ -78,7 +75,7 @@ pub(crate) fn signature_of(
     loc: &Localization,
     end: Option<&RunOutcome>,
 ) -> Cause {
-    let kind = outcome.kind().to_string();
+    let kind = outcome.kind();
     let wrong_data = matches!(
         outcome,
         Outcome::Mismatch(_) | Outcome::UninitializedRead { .. }
@@ -115,10 +112,7 @@ pub(crate) fn signature_of(
         }
     }
     let localized = |detail: String, also: Vec<String>| Cause {
-        signature: Signature {
-            kind: kind.clone(),
-            detail,
-        },
+        signature: Signature::new(kind, detail),
         localized: true,
         also,
     };
@@ -149,7 +143,7 @@ pub(crate) fn signature_of(
 fn fallback(outcome: &Outcome) -> Signature {
     match outcome {
         Outcome::Mismatch(m) if m.class.what == MismatchWhat::Values => Signature {
-            kind: outcome.kind().to_string(),
+            kind: outcome.kind(),
             detail: format!("channels {}, batch {}", m.class.channels, m.class.batch),
         },
         _ => shape(outcome),
@@ -159,7 +153,7 @@ fn fallback(outcome: &Outcome) -> Signature {
 /// The outcome's own (shape) signature; the kind alone for an outcome without one.
 pub(crate) fn shape(outcome: &Outcome) -> Signature {
     outcome.signature().unwrap_or_else(|| Signature {
-        kind: outcome.kind().to_string(),
+        kind: outcome.kind(),
         detail: String::new(),
     })
 }

@@ -11,6 +11,7 @@
 
 use super::{Cause, Triaged};
 use crate::check::Signature;
+use crate::finding::Kind;
 
 /// Buckets of one root cause: the cause that signs them, the buckets (indices into the
 /// causes given to [`group_by_cause`], ascending) and the one whose case is triaged.
@@ -72,7 +73,7 @@ pub fn final_cause(group: &Cause, triaged: Option<&Triaged>) -> (Signature, bool
     };
     if group.localized && found.explains_like(&group.signature) {
         let signature = Signature {
-            kind: t.signature.kind.clone(),
+            kind: t.signature.kind,
             detail: group.signature.detail.clone(),
         };
         return (signature, true);
@@ -81,7 +82,7 @@ pub fn final_cause(group: &Cause, triaged: Option<&Triaged>) -> (Signature, bool
 }
 
 /// The key findings merge on (see [`Cause::merge_key`]).
-pub fn merge_key(signature: &Signature, localized: bool) -> (String, String) {
+pub fn merge_key(signature: &Signature, localized: bool) -> (Option<Kind>, String) {
     Cause {
         signature: signature.clone(),
         localized,
@@ -96,10 +97,7 @@ mod tests {
 
     fn cause(kind: &str, detail: &str, localized: bool, also: &[&str]) -> Cause {
         Cause {
-            signature: Signature {
-                kind: kind.to_string(),
-                detail: detail.to_string(),
-            },
+            signature: Signature::new(kind.parse().unwrap(), detail),
             localized,
             also: also.iter().map(|s| s.to_string()).collect(),
         }
@@ -201,10 +199,7 @@ mod tests {
         Triaged {
             case,
             result,
-            signature: Signature {
-                kind: String::new(),
-                detail: String::new(),
-            },
+            signature: Signature::new(Kind::Pass, ""),
             localized: false,
             also: Vec::new(),
             suspects: Vec::new(),

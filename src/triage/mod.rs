@@ -199,10 +199,7 @@ fn claim_cause(case: &Case, result: &CaseResult, cfg: &RunConfig) -> Option<Caus
     let refuted = |c: &Case| crate::check::claims::refute(c, &claim, model.as_ref()).is_some();
     let v = variants::explain_claim(case, refuted)?;
     Some(Cause {
-        signature: Signature {
-            kind: result.outcome.kind().to_string(),
-            detail: v.label().to_string(),
-        },
+        signature: Signature::new(result.outcome.kind(), v.label()),
         localized: true,
         also: Vec::new(),
     })
@@ -213,10 +210,7 @@ fn attributed_cause(cause: Cause, result: &CaseResult) -> Cause {
     let also = cause
         .also
         .into_iter()
-        .map(|detail| {
-            let kind = cause.signature.kind.clone();
-            attributed(Signature { kind, detail }, result).detail
-        })
+        .map(|detail| attributed(Signature::new(cause.signature.kind, detail), result).detail)
         .collect();
     Cause {
         signature: attributed(cause.signature, result),

@@ -163,7 +163,7 @@ pub fn mini_hunt<C: Checker + Sync>(
             triage_with(&case, checker, &budget, &cancel)
         })
         .collect();
-    let mut by_final: Vec<((String, String), Finding)> = Vec::new();
+    let mut by_final: Vec<((Option<pimdiff::finding::Kind>, String), Finding)> = Vec::new();
     for (g, mut t) in groups.iter().zip(triaged) {
         let (signature, localized) = final_cause(&g.cause, Some(&t));
         t.signature = signature;

@@ -12,7 +12,6 @@
 pub mod heatmap;
 pub mod mapping;
 
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use ndarray::ArrayD;
@@ -154,23 +153,10 @@ fn mapping_svg(case: &Case, result: &CaseResult) -> Result<String, String> {
     mapping::draw(&map, mvm, grouped)
 }
 
-/// Writes `bytes` to a temporary file beside `path` and renames it into place.
+/// Writes `bytes` to `path` atomically.
 fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), PictureError> {
-    let io = |source| PictureError::Io {
+    pimdiff_atomic::write_file(path, bytes).map_err(|e| PictureError::Io {
         path: path.to_path_buf(),
-        source,
-    };
-    let dir = path.parent().unwrap_or_else(|| Path::new("."));
-    let mut file = tempfile::NamedTempFile::new_in(dir).map_err(io)?;
-    file.write_all(bytes).map_err(io)?;
-    // A temporary file is private (0600); a picture is as readable as the report beside it.
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        let public = std::fs::Permissions::from_mode(0o644);
-        file.as_file().set_permissions(public).map_err(io)?;
-    }
-    file.as_file().sync_all().map_err(io)?;
-    file.persist(path).map_err(|e| io(e.error))?;
-    Ok(())
+        source: e.into(),
+    })
 }
