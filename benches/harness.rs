@@ -14,11 +14,11 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use pimdiff::check::{check_case, RunConfig};
-use pimdiff::compilers::mutated::BugClass;
+use pimdiff::compilers::injected::BugClass;
 use pimdiff::compilers::CompilerUnderTest;
-use pimdiff::generate::{case_from_seed, describe_case, GenConfig};
-use pimdiff::hunt::detection::first_detection;
-use pimdiff::shrink::{case_size, minimize, MinimizeConfig};
+use pimdiff::engine::shrink::{case_size, minimize, MinimizeConfig};
+use pimdiff::targets::tensor::detection::first_detection;
+use pimdiff::targets::tensor::generate::{case_from_seed, describe_case, GenConfig};
 use rayon::prelude::*;
 
 /// Seed streams are this far apart, so they never overlap in a bench run.

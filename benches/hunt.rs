@@ -14,9 +14,9 @@
 use std::time::Duration;
 
 use pimdiff::check::RunConfig;
-use pimdiff::generate::GenConfig;
-use pimdiff::hunt::{run_hunt, HuntConfig, HuntControl, Limit, Shard};
-use pimdiff::shrink::MinimizeConfig;
+use pimdiff::engine::shrink::MinimizeConfig;
+use pimdiff::engine::{run_hunt, HuntConfig, HuntControl, Limit, Shard};
+use pimdiff::targets::tensor::generate::GenConfig;
 
 fn main() {
     // `cargo bench` passes `--bench`; `cargo test --benches` runs this once as a smoke test.

@@ -13,14 +13,14 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use pimdiff::pimcomp::{check, Control, Options};
+use pimdiff::targets::pimcomp_nn::check::{check, Control, Options};
 use pimdiff_isa::machine::Schedule;
 
 fn bench(name: &str, program: PathBuf, table: PathBuf, runs: usize) {
     let opts = Options {
         program,
         table,
-        seed: pimdiff::pimcomp::synth::DEFAULT_SEED,
+        seed: pimdiff::targets::pimcomp_nn::check::synth::DEFAULT_SEED,
         schedule: Schedule::Fixed,
         probes: true,
         control: Control::None,

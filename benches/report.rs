@@ -12,10 +12,10 @@
 use std::time::{Duration, Instant};
 
 use pimdiff::check::{check_case, CaseResult, RunConfig};
-use pimdiff::compilers::mutated::BugClass;
+use pimdiff::compilers::injected::BugClass;
 use pimdiff::compilers::CompilerUnderTest;
-use pimdiff::triage::pictures::render_pictures;
-use pimdiff::triage::report::render_report;
+use pimdiff::report::pictures::render_pictures;
+use pimdiff::report::render_report;
 use pimdiff_oracle::{random_tensors, Case, CaseArch, CaseSpec, Conv2d, Op};
 
 fn conv([channels, out]: [usize; 2], hw: usize, arch: CaseArch, batch: usize) -> Case {

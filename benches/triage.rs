@@ -18,9 +18,9 @@ use std::collections::BTreeSet;
 use std::time::Instant;
 
 use pimdiff::check::RunConfig;
-use pimdiff::compilers::mutated::BugClass;
+use pimdiff::compilers::injected::BugClass;
 use pimdiff::compilers::CompilerUnderTest;
-use pimdiff::generate::GenConfig;
+use pimdiff::targets::tensor::generate::GenConfig;
 use pimdiff::triage::{Budget, Checker};
 use support::{corrupted_sites, mini_hunt, top3_hit, TwoBugs};
 
@@ -179,7 +179,7 @@ fn row<C: Checker + Sync>(
             if let Some(b) = &t.result.bundle {
                 eprintln!(
                     "{}\n{}",
-                    pimdiff::generate::describe_case(&t.case),
+                    pimdiff::targets::tensor::generate::describe_case(&t.case),
                     pimdiff_isa::formats::asm::print(&b.program)
                 );
             }

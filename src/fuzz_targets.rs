@@ -9,7 +9,7 @@
 //! What each target checks:
 //!
 //! - [`conv_lowering`], [`mvm_lowering`]: bytes → a valid case of that operator (the generator's
-//!   one definition of a valid case, [`crate::generate::case_from_unstructured`]) → the in-repo
+//!   one definition of a valid case, [`crate::targets::tensor::generate::case_from_unstructured`]) → the in-repo
 //!   compiler → the interpreter → compared with the oracle. A finding panics with the rendered
 //!   report, which libFuzzer records with the input.
 //! - [`interp`]: an arbitrary program and crossbar contents ([`pimdiff_isa::gen`]) → the machine
@@ -36,10 +36,10 @@ use pimdiff_oracle::io::read_case;
 use pimdiff_oracle::Case;
 
 use crate::check::{check_case, RunConfig};
-use crate::compilers::mutated::BugClass;
+use crate::compilers::injected::BugClass;
 use crate::compilers::CompilerUnderTest;
-use crate::generate::{case_from_unstructured, GenConfig};
-use crate::triage::report::render_report;
+use crate::report::render_report;
+use crate::targets::tensor::generate::{case_from_unstructured, GenConfig};
 
 /// The two targets whose input is a case, as `pimdiff from-fuzz --target` names them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -266,7 +266,7 @@ pub fn lowering_case(target: LoweringTarget, data: &[u8]) -> Option<Case> {
 }
 
 /// The environment variable that makes the lowering targets check the in-repo compiler with
-/// an injected miscompilation ([`crate::compilers::mutated::BugClass`] names, e.g. `missing-bias`): a
+/// an injected miscompilation ([`crate::compilers::injected::BugClass`] names, e.g. `missing-bias`): a
 /// quick proof that a fuzzing set-up finds and records bugs. Convert its artifacts with
 /// `pimdiff from-fuzz ... --inject-bug <the same name>`.
 pub const INJECT_BUG_ENV: &str = "PIMDIFF_FUZZ_INJECT_BUG";

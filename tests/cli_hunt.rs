@@ -6,7 +6,7 @@ use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-use pimdiff::hunt::HuntSummary;
+use pimdiff::engine::HuntSummary;
 
 fn pimdiff(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_pimdiff"))

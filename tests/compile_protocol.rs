@@ -7,8 +7,8 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::{Command, Output};
 
+use pimdiff::engine::HuntSummary;
 use pimdiff::finding::Kind;
-use pimdiff::hunt::HuntSummary;
 
 const BIN: &str = env!("CARGO_BIN_EXE_pimdiff");
 

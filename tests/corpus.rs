@@ -15,12 +15,12 @@
 use std::path::{Path, PathBuf};
 
 use pimdiff::check::{check_case, RunConfig};
-use pimdiff::compilers::mutated::BugClass;
+use pimdiff::compilers::injected::BugClass;
 use pimdiff::compilers::CompilerUnderTest;
 use pimdiff::corpus::{self, replay, ExpectFile, Expectation};
-use pimdiff::generate::{case_from_seed, GenConfig};
-use pimdiff::hunt::case_seed;
-use pimdiff::shrink::{case_size, minimize, MinimizeConfig};
+use pimdiff::engine::case_seed;
+use pimdiff::engine::shrink::{case_size, minimize, MinimizeConfig};
+use pimdiff::targets::tensor::generate::{case_from_seed, GenConfig};
 use pimdiff_compiler::{compile, CompileOptions};
 use pimdiff_oracle::{Case, CaseArch, CaseSpec, Conv2d, Mvm, Op};
 

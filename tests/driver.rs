@@ -8,8 +8,8 @@ use pimdiff::check::outcome::{Outcome, Signature};
 use pimdiff::check::{check_case, RunConfig};
 use pimdiff::compilers::CompilerUnderTest;
 use pimdiff::finding::Kind;
-use pimdiff::generate::{case_from_seed, GenConfig};
-use pimdiff::triage::report::render_report;
+use pimdiff::report::render_report;
+use pimdiff::targets::tensor::generate::{case_from_seed, GenConfig};
 use pimdiff_compiler::{compile, CompileOptions};
 use pimdiff_isa::bundle::Bundle;
 use pimdiff_oracle::Case;
@@ -218,7 +218,7 @@ fn describe_is_stable() {
 
 #[test]
 fn report_of_an_injected_mismatch() {
-    use pimdiff::compilers::mutated::BugClass;
+    use pimdiff::compilers::injected::BugClass;
     let gen = GenConfig::default();
     let cfg = RunConfig::with_compiler(CompilerUnderTest::Mutated(
         BugClass::MissingBias,
@@ -234,11 +234,11 @@ fn report_of_an_injected_mismatch() {
         .find(|(_, r)| r.outcome.is_finding())
         .unwrap();
     let sig = result.outcome.signature().unwrap();
-    let small = pimdiff::shrink::minimize(
+    let small = pimdiff::engine::shrink::minimize(
         &case,
         &cfg,
         &sig,
-        &pimdiff::shrink::MinimizeConfig::default(),
+        &pimdiff::engine::shrink::MinimizeConfig::default(),
     );
     let result = check_case(&small.case, &cfg);
     insta::assert_snapshot!(render_report(&small.case, &result, &cfg));
@@ -363,9 +363,9 @@ fn outcome_kinds_and_findings() {
 
 #[test]
 fn report_of_an_injected_fault() {
-    use pimdiff::compilers::mutated::BugClass;
-    use pimdiff::hunt::detection::first_detection;
-    use pimdiff::shrink::{minimize, MinimizeConfig};
+    use pimdiff::compilers::injected::BugClass;
+    use pimdiff::engine::shrink::{minimize, MinimizeConfig};
+    use pimdiff::targets::tensor::detection::first_detection;
     let found = first_detection(BugClass::WrongSendSize, &GenConfig::default(), 0, 2_000).unwrap();
     let cfg = RunConfig::with_compiler(CompilerUnderTest::Mutated(
         BugClass::WrongSendSize,

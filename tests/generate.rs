@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use pimdiff::generate::{
+use pimdiff::targets::tensor::generate::{
     case_from_seed, case_from_unstructured, case_strategy, edge_tags, plain_case, EdgeTag,
     GenConfig,
 };
@@ -44,7 +44,7 @@ fn same_seed_same_case() {
 #[test]
 fn seed_zero_is_stable() {
     let case = case_from_seed(&GenConfig::default(), 0);
-    insta::assert_snapshot!(pimdiff::generate::describe_case(&case), @"conv2d N2 C1→K8 4×2 k3×2 s5×4 p[3, 2, 3, 1] d1×1 g1 +bias +relu | 2 cores × 16 arrays of 6×8, 65536 B local");
+    insta::assert_snapshot!(pimdiff::targets::tensor::generate::describe_case(&case), @"conv2d N2 C1→K8 4×2 k3×2 s5×4 p[3, 2, 3, 1] d1×1 g1 +bias +relu | 2 cores × 16 arrays of 6×8, 65536 B local");
 }
 
 #[test]
@@ -141,8 +141,10 @@ fn unstructured_never_fails_and_empty_input_is_the_plain_case() {
 /// What an exhausted source gives: every choice at its lowest.
 fn plain_case_like(cfg: &GenConfig) -> Case {
     let mut u = arbitrary::Unstructured::new(&[0u8; 0]);
-    let case =
-        pimdiff::generate::generate(cfg, &mut pimdiff::generate::UnstructuredChoices(&mut u));
+    let case = pimdiff::targets::tensor::generate::generate(
+        cfg,
+        &mut pimdiff::targets::tensor::generate::UnstructuredChoices(&mut u),
+    );
     // The lowest choices are an MVM (the first option of op kind is MVM when the chance fails).
     assert_eq!(case.spec.op.kind(), "mvm");
     assert_eq!(case.spec.input_shape, vec![1, 1]);

@@ -3,7 +3,7 @@
 
 use pimdiff::check::{check_case, Outcome, RunConfig};
 use pimdiff::compilers::CompilerUnderTest;
-use pimdiff::generate::{case_from_seed, GenConfig};
+use pimdiff::targets::tensor::generate::{case_from_seed, GenConfig};
 use pimdiff_compiler::{compile, CompileOptions, Reduction};
 use pimdiff_isa::Inst;
 
@@ -36,7 +36,7 @@ fn gmem_reduced_programs_agree_with_the_oracle_on_generated_cases() {
     assert!(reduced >= 100, "only {reduced} cases reduce across cores");
 }
 
-use pimdiff::compilers::mutated::{compile_mutated, BugClass};
+use pimdiff::compilers::injected::{compile_mutated, BugClass};
 use pimdiff::compilers::races::gmem_sites;
 use pimdiff_compiler::Lowering;
 use pimdiff_isa::bundle::Bundle;

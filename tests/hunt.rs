@@ -6,12 +6,12 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use pimdiff::check::RunConfig;
-use pimdiff::compilers::mutated::BugClass;
+use pimdiff::compilers::injected::BugClass;
 use pimdiff::compilers::CompilerUnderTest;
+use pimdiff::engine::shrink::MinimizeConfig;
+use pimdiff::engine::{run_hunt, HuntConfig, HuntControl, HuntError, HuntSummary, Limit, Shard};
 use pimdiff::finding::Kind;
-use pimdiff::generate::GenConfig;
-use pimdiff::hunt::{run_hunt, HuntConfig, HuntControl, HuntError, HuntSummary, Limit, Shard};
-use pimdiff::shrink::MinimizeConfig;
+use pimdiff::targets::tensor::generate::GenConfig;
 
 fn config(out: &Path, cases: u64, jobs: usize, shard: Shard) -> HuntConfig {
     HuntConfig {

@@ -5,22 +5,22 @@
 use std::path::Path;
 use std::time::Duration;
 
-use pimdiff::check::versions::{Disagreement, LoweringChoice, Wrong};
+use pimdiff::check::n_version::{Disagreement, LoweringChoice, Wrong};
 use pimdiff::check::{check_case, Outcome, RunConfig};
-use pimdiff::compilers::mutated::BugClass;
+use pimdiff::compilers::injected::BugClass;
 use pimdiff::compilers::CompilerUnderTest;
 use pimdiff::corpus::{check_entry, load_entry};
+use pimdiff::engine::shrink::MinimizeConfig;
+use pimdiff::engine::{run_hunt, HuntConfig, HuntControl, Limit, Shard};
 use pimdiff::finding::Kind;
-use pimdiff::generate::{case_from_seed, GenConfig};
-use pimdiff::hunt::{run_hunt, HuntConfig, HuntControl, Limit, Shard};
-use pimdiff::shrink::MinimizeConfig;
+use pimdiff::targets::tensor::generate::{case_from_seed, GenConfig};
 use pimdiff_compiler::{CompileOptions, Lowering};
 
 fn both(compiler: CompilerUnderTest, inject_into: Option<Lowering>) -> RunConfig {
     RunConfig::with_compiler(compiler).with_lowering(LoweringChoice::Both, inject_into)
 }
 
-fn hunt(out: &Path, run: RunConfig, cases: u64) -> pimdiff::hunt::HuntSummary {
+fn hunt(out: &Path, run: RunConfig, cases: u64) -> pimdiff::engine::HuntSummary {
     let cfg = HuntConfig {
         seed: 20261123,
         limit: Limit::Cases(cases),

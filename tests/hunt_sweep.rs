@@ -7,11 +7,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use pimdiff::check::{Stage, StageClock};
-use pimdiff::finding::Kind;
-use pimdiff::hunt::{
+use pimdiff::engine::{
     case_seed, parse_duration, sweep, Checker, DurationError, Limit, Observation, Shard,
     ShardError, Sweep, SweepConfig, SweepEnd,
 };
+use pimdiff::finding::Kind;
 
 /// A fake checker: every 7th index is a finding whose signature is `k % 3`; every 11th is
 /// unsupported (reason by `k % 2`); indices for which `hangs` holds never finish.

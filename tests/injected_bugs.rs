@@ -5,11 +5,11 @@
 use std::time::Duration;
 
 use pimdiff::check::{check_case, RunConfig};
-use pimdiff::compilers::mutated::BugClass;
+use pimdiff::compilers::injected::BugClass;
 use pimdiff::compilers::CompilerUnderTest;
-use pimdiff::generate::GenConfig;
-use pimdiff::hunt::detection::first_detection;
-use pimdiff::shrink::{case_size, minimize, MinimizeConfig};
+use pimdiff::engine::shrink::{case_size, minimize, MinimizeConfig};
+use pimdiff::targets::tensor::detection::first_detection;
+use pimdiff::targets::tensor::generate::GenConfig;
 
 /// Cases a short hunt may take per class. The median is far lower (see
 /// `cargo bench --bench harness -- bugs`); this bounds the slowest class on seed 0.
@@ -55,13 +55,13 @@ fn every_injected_bug_is_found_and_minimized() {
         assert!(
             after <= 120,
             "{bug}: minimized case still has size {after}: {}",
-            pimdiff::generate::describe_case(&small.case)
+            pimdiff::targets::tensor::generate::describe_case(&small.case)
         );
         lines.push(format!(
             "{bug}: case {} (seed {}), size {before} → {after}, {}",
             found.cases,
             found.seed,
-            pimdiff::generate::describe_case(&small.case)
+            pimdiff::targets::tensor::generate::describe_case(&small.case)
         ));
     }
     eprintln!("{}", lines.join("\n"));
@@ -70,10 +70,10 @@ fn every_injected_bug_is_found_and_minimized() {
 /// A bundle without a site for a bug is left alone; one with a site changes.
 #[test]
 fn inject_reports_whether_it_found_a_site() {
-    use pimdiff::compilers::mutated::inject;
+    use pimdiff::compilers::injected::inject;
     use pimdiff_compiler::{compile, CompileOptions};
     // The plain 1×1 MVM with weight 3 (an all-zero weight would be skipped entirely).
-    let plain = pimdiff::generate::plain_case();
+    let plain = pimdiff::targets::tensor::generate::plain_case();
     let case = pimdiff_oracle::Case::new(
         plain.spec,
         plain.input,

@@ -11,8 +11,8 @@
 
 use pimdiff::check::Outcome;
 use pimdiff::check::{run_bundle, RunConfig};
-use pimdiff::compilers::mutated::{inject, BugClass};
-use pimdiff::generate::{case_from_seed, GenConfig};
+use pimdiff::compilers::injected::{inject, BugClass};
+use pimdiff::targets::tensor::generate::{case_from_seed, GenConfig};
 use pimdiff_compiler::{compile, CompileOptions, Lowering};
 use pimdiff_isa::bundle::Bundle;
 use pimdiff_oracle::{Case, Op};

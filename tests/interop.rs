@@ -4,13 +4,13 @@
 //! `tests/interop_python.rs` runs the exports through ONNX, IREE and NumPy.
 
 use ndarray::ArrayD;
-use pimdiff::generate::{case_strategy, GenConfig};
 use pimdiff::interop::import_onnx::{import_model, ImportError};
 use pimdiff::interop::onnx_proto::{
     attribute_proto::AttributeType, tensor_proto::DataLocation, tensor_proto::DataType,
     tensor_shape_proto::dimension, type_proto, AttributeProto, ModelProto, NodeProto, TensorProto,
 };
 use pimdiff::interop::{mlir, onnx, write_case_with_exports, write_exports};
+use pimdiff::targets::tensor::generate::{case_strategy, GenConfig};
 use pimdiff_oracle::{random_tensors, Case, CaseArch, CaseSpec, Conv2d, Mvm, Op};
 use proptest::prelude::*;
 use prost::Message;

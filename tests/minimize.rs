@@ -3,14 +3,14 @@
 use std::time::Duration;
 
 use pimdiff::check::{check_case, RunConfig};
-use pimdiff::compilers::mutated::BugClass;
+use pimdiff::compilers::injected::BugClass;
 use pimdiff::compilers::CompilerUnderTest;
+use pimdiff::engine::shrink::{case_size, minimize, MinimizeConfig};
 use pimdiff::finding::Kind;
-use pimdiff::generate::{describe_case, GenConfig};
-use pimdiff::hunt::detection::first_detection;
-use pimdiff::shrink::{case_size, minimize, MinimizeConfig};
+use pimdiff::targets::tensor::detection::first_detection;
+use pimdiff::targets::tensor::generate::{describe_case, GenConfig};
 
-fn detection(bug: BugClass) -> (pimdiff::hunt::detection::Detection, RunConfig) {
+fn detection(bug: BugClass) -> (pimdiff::targets::tensor::detection::Detection, RunConfig) {
     let found = first_detection(bug, &GenConfig::default(), 0, 2_000).expect("detected");
     (
         found,

@@ -9,7 +9,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use pimdiff::pimcomp::{check, Control, Options, Status};
+use pimdiff::targets::pimcomp_nn::check::{check, Control, Options, Status};
 use pimdiff_isa::machine::Schedule;
 use serde_json::{json, Value};
 

@@ -6,14 +6,16 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use pimdiff::engine::{HuntControl, Limit, Shard};
 use pimdiff::finding::Kind;
-use pimdiff::generate::network::{check_model_json, network_from_seed, NetConfig, NetOp, Network};
-use pimdiff::hunt::{HuntControl, Limit, Shard};
-use pimdiff::pimcomp_hunt::case::CaseContext;
-use pimdiff::pimcomp_hunt::compile::{CompilerSetup, Pipeline};
-use pimdiff::pimcomp_hunt::minimize::minimize;
-use pimdiff::pimcomp_hunt::save::PimcompHuntSummary;
-use pimdiff::pimcomp_hunt::{run_pimcomp_hunt, PimcompHuntConfig};
+use pimdiff::targets::pimcomp_nn::case::CaseContext;
+use pimdiff::targets::pimcomp_nn::compile::{CompilerSetup, Pipeline};
+use pimdiff::targets::pimcomp_nn::files::PimcompHuntSummary;
+use pimdiff::targets::pimcomp_nn::network::{
+    check_model_json, network_from_seed, NetConfig, NetOp, Network,
+};
+use pimdiff::targets::pimcomp_nn::reductions::minimize;
+use pimdiff::targets::pimcomp_nn::{run_pimcomp_hunt, PimcompHuntConfig};
 use proptest::prelude::*;
 
 fn fake_bin() -> PathBuf {
@@ -342,7 +344,8 @@ fn recorded_k1_minimizes_to_the_same_network() {
         run.checked_program(),
         Some(run.output().join("SimulationInfo-core_cnt.gz"))
     );
-    let census = pimdiff::pimcomp_hunt::cores::census(&run.checked_program().unwrap()).unwrap();
+    let census =
+        pimdiff::targets::pimcomp_nn::cores::census(&run.checked_program().unwrap()).unwrap();
     assert_eq!(census.core_cnt, 3);
     assert!(!census.beyond());
 }
@@ -407,9 +410,9 @@ fn recorded_e3_is_a_channels_permuted_finding() {
 /// recompiles both and prints the finding's signature, exit 1.
 #[test]
 fn cross_mode_finding_saves_both_compiles_and_its_repro_reproduces_it() {
-    use pimdiff::pimcomp_hunt::case::finding_pipeline;
-    use pimdiff::pimcomp_hunt::minimize::Shrunk;
-    use pimdiff::pimcomp_hunt::save::{save_final, FindingRecord};
+    use pimdiff::targets::pimcomp_nn::case::finding_pipeline;
+    use pimdiff::targets::pimcomp_nn::files::{save_final, FindingRecord};
+    use pimdiff::targets::pimcomp_nn::reductions::Shrunk;
 
     let f = recorded("x1-cross-mode");
     let ctx = replay_context();
@@ -487,7 +490,7 @@ fn cross_mode_finding_saves_both_compiles_and_its_repro_reproduces_it() {
     assert!(report.contains("`check/cross.json`"), "{report}");
 
     let repro = std::fs::read_to_string(dir.join("repro.sh")).unwrap();
-    let pin = pimdiff::pimcomp_hunt::case::pin_time(f.case_seed);
+    let pin = pimdiff::targets::pimcomp_nn::case::pin_time(f.case_seed);
     for p in ["batch", "element"] {
         let line = format!(
             "PIMDIFF_PIN_TIME={pin} \"$bin\" -m=net -r=balance -p={p} -s=YES -v=YES > \

@@ -3,9 +3,9 @@
 //! N-version check of both finds nothing); it declines only what the channel-wise lowering
 //! declines too, for the same reason.
 
-use pimdiff::check::versions::LoweringChoice;
+use pimdiff::check::n_version::LoweringChoice;
 use pimdiff::check::{check_case, Outcome, RunConfig};
-use pimdiff::generate::{case_strategy, GenConfig};
+use pimdiff::targets::tensor::generate::{case_strategy, GenConfig};
 use proptest::prelude::*;
 
 proptest! {

@@ -7,14 +7,14 @@ use ndarray::{ArrayD, IxDyn};
 use pimdiff::check::compare::compare;
 use pimdiff::check::outcome::Outcome;
 use pimdiff::check::{check_case, CaseResult, RunConfig};
-use pimdiff::compilers::mutated::{compile_mutated, BugClass};
+use pimdiff::compilers::injected::{compile_mutated, BugClass};
 use pimdiff::compilers::CompilerUnderTest;
 use pimdiff::finding::Kind;
-use pimdiff::triage::chipmap::{chip_map, transfers};
-use pimdiff::triage::pictures::{
+use pimdiff::report::chipmap::{chip_map, transfers};
+use pimdiff::report::pictures::{
     self, heatmap, render_pictures, write_pictures, PictureError, DIFF_SVG, MAPPING_SVG,
 };
-use pimdiff::triage::report::render_report;
+use pimdiff::report::render_report;
 use pimdiff_compiler::{compile, CompileOptions};
 use pimdiff_isa::{Inst, Reg};
 use pimdiff_oracle::{random_tensors, Case, CaseArch, CaseSpec, Conv2d, Mvm, Op};
@@ -623,8 +623,8 @@ fn a_finding_whose_oracle_output_moved_into_the_case_reports_the_same() {
 
 #[test]
 fn mapping_svg_stays_bounded_for_many_cores_and_groups() {
-    use pimdiff::triage::chipmap::{ChipMap, CoreMap, GroupTile, Transfer};
-    use pimdiff::triage::pictures::mapping;
+    use pimdiff::report::chipmap::{ChipMap, CoreMap, GroupTile, Transfer};
+    use pimdiff::report::pictures::mapping;
     let group = |g: u32| GroupTile {
         group: g,
         arrays: vec![g],

@@ -11,11 +11,11 @@ use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use pimdiff::check::{check_case, RunConfig};
-use pimdiff::compilers::mutated::BugClass;
+use pimdiff::compilers::injected::BugClass;
 use pimdiff::compilers::CompilerUnderTest;
 use pimdiff::finding::Kind;
-use pimdiff::generate::GenConfig;
-use pimdiff::hunt::detection::first_detection;
+use pimdiff::targets::tensor::detection::first_detection;
+use pimdiff::targets::tensor::generate::GenConfig;
 use pimdiff::triage::{triage, Budget, Suspect};
 use support::{corrupted_sites, mini_hunt, TwoBugs};
 
@@ -279,7 +279,7 @@ fn suspects_of_a_minimized_store_off_by_one() {
 
 #[test]
 fn a_passing_case_comes_back_unchanged() {
-    let case = pimdiff::generate::plain_case();
+    let case = pimdiff::targets::tensor::generate::plain_case();
     let t = triage(
         &case,
         &RunConfig::default(),

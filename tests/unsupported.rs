@@ -5,9 +5,9 @@ use std::collections::BTreeMap;
 
 use pimdiff::check::capacity::demand;
 use pimdiff::check::{check_case, Outcome, RunConfig};
-use pimdiff::compilers::mutated::BugClass;
+use pimdiff::compilers::injected::BugClass;
 use pimdiff::compilers::{CompileFailure, CompilerUnderTest, Resource};
-use pimdiff::generate::{case_from_seed, GenConfig};
+use pimdiff::targets::tensor::generate::{case_from_seed, GenConfig};
 use pimdiff_compiler::{CompileOptions, Lowering};
 
 /// Generator settings under which most cases overcommit their architecture.
@@ -57,7 +57,7 @@ fn every_decline_of_the_in_repo_compiler_agrees_with_the_model() {
                     }
                     Outcome::BogusUnsupported { reason, problem } => panic!(
                         "seed {seed} (generator {g}, {skip_padding}/{weight_skipping}): {reason}\n{problem}\n{}",
-                        pimdiff::generate::describe_case(&case)
+                        pimdiff::targets::tensor::generate::describe_case(&case)
                     ),
                     _ => {}
                 }
@@ -102,7 +102,7 @@ fn a_flipped_instruction_check_is_caught_on_every_case_and_its_numbers_match_the
         else {
             panic!(
                 "the mutant compiled {}",
-                pimdiff::generate::describe_case(&case)
+                pimdiff::targets::tensor::generate::describe_case(&case)
             )
         };
         assert_eq!(claim.resource, Resource::Instructions);
@@ -155,7 +155,7 @@ fn an_array_capacity_check_off_by_one_is_caught_on_cases_that_fit_exactly() {
 
 #[test]
 fn claims_that_misstate_the_architecture_or_the_need_are_refuted() {
-    use pimdiff::check::claims::refute;
+    use pimdiff::check::refute::refute;
     use pimdiff::compilers::Claim;
     let opts = CompileOptions::default();
     let case = passing_cases(&GenConfig::default(), 1, |c| c.spec.arch.cores >= 2)

@@ -4,10 +4,10 @@
 use std::time::Duration;
 
 use pimdiff::check::{check_case, check_case_within, Outcome, RunConfig};
-use pimdiff::compilers::mutated::BugClass;
+use pimdiff::compilers::injected::BugClass;
 use pimdiff::compilers::CompilerUnderTest;
 use pimdiff::finding::Kind;
-use pimdiff::generate::{case_from_seed, GenConfig};
+use pimdiff::targets::tensor::generate::{case_from_seed, GenConfig};
 use pimdiff_isa::Opcode;
 use pimdiff_oracle::{Case, Op};
 

@@ -2,7 +2,7 @@
 //! a lower bound of the instruction count, and local memory for the smallest chunk. Written
 //! from the lowering's documented rules (the compiler's module docs and `docs/design.md`), not
 //! by calling the compiler, so that a capacity check that goes wrong in the compiler is caught
-//! here instead of being trusted ([`crate::check::claims`]).
+//! here instead of being trusted ([`crate::check::refute`]).
 //!
 //! The lowering, as the model sees it:
 //!

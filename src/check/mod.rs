@@ -14,16 +14,15 @@
 //! ([`claims`], with the harness's own capacity model in [`capacity`]).
 //!
 //! A check that never ends (a hanging compiler) is caught by a watchdog on another thread
-//! ([`watchdog`]); [`check_case_staged`] reports the stages to it.
+//! (`crate::engine::watchdog`); [`check_case_staged`] reports the stages to it.
 
 pub mod capacity;
-pub mod claims;
 pub mod compare;
 pub mod concurrency;
+pub mod n_version;
 pub mod outcome;
+pub mod refute;
 mod run_config;
-pub mod versions;
-pub mod watchdog;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
@@ -36,10 +35,10 @@ use pimdiff_oracle::Case;
 use self::compare::compare;
 use self::concurrency::Checks;
 pub use self::outcome::{Mismatch, Outcome, Signature};
-pub use self::run_config::RunConfig;
-pub use self::watchdog::{Stage, StageClock};
+pub use self::run_config::{stage_limit, RunConfig};
 use crate::compilers::in_repo::panic_text;
 use crate::compilers::{CompileFailure, CompilerUnderTest};
+pub use crate::engine::watchdog::{Stage, StageClock};
 
 /// Everything one check produced.
 #[derive(Clone, Debug)]
@@ -53,16 +52,16 @@ pub struct CaseResult {
     pub machine_output: Option<ArrayD<i32>>,
     /// Which version is wrong, for a finding of an N-version check (`--lowering both`);
     /// `None` otherwise.
-    pub attribution: Option<versions::Attribution>,
+    pub attribution: Option<n_version::Attribution>,
 }
 
 impl CaseResult {
     /// The signature of a finding, with its N-version attribution when it has one (see
-    /// [`versions::attributed`]); `None` when the outcome is not a finding.
+    /// [`n_version::attributed`]); `None` when the outcome is not a finding.
     pub fn signature(&self) -> Option<Signature> {
         self.outcome
             .signature()
-            .map(|s| versions::attributed(s, self))
+            .map(|s| n_version::attributed(s, self))
     }
 }
 
@@ -98,7 +97,7 @@ fn check_stages(case: &Case, cfg: &RunConfig, enter: &dyn Fn(Stage)) -> CaseResu
     }
     let second = check_version(case, cfg, second, enter);
     let names = [cfg.compiler.version_name(), second_name(cfg)];
-    versions::combine(names, first, second)
+    n_version::combine(names, first, second)
 }
 
 fn second_name(cfg: &RunConfig) -> &'static str {
@@ -189,10 +188,10 @@ pub fn check_case_within(case: &Case, cfg: &RunConfig) -> CaseResult {
                 return check_case(case, cfg);
             }
             Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
-                if let Some((stage, limit)) = clock.overdue(cfg) {
+                if let Some((stage, limit)) = clock.overdue(|s| stage_limit(cfg, s)) {
                     clock.deprioritize_thread();
                     return CaseResult {
-                        outcome: watchdog::timeout_outcome(stage, limit),
+                        outcome: outcome::timeout_outcome(stage, limit),
                         bundle: None,
                         oracle: None,
                         machine_output: None,
@@ -238,13 +237,13 @@ fn failure_outcome(case: &Case, compiler: &CompilerUnderTest, failure: CompileFa
     match failure {
         CompileFailure::Unsupported { reason, claim } => {
             let model = compiler.capacity_model();
-            match claim.and_then(|c| claims::refute(case, &c, model.as_ref())) {
+            match claim.and_then(|c| refute::refute(case, &c, model.as_ref())) {
                 Some(problem) => Outcome::BogusUnsupported { reason, problem },
                 None => Outcome::Unsupported { reason },
             }
         }
         CompileFailure::Failed { message } => Outcome::CompileError { message },
-        CompileFailure::TimedOut { limit } => watchdog::timeout_outcome(Stage::Compile, limit),
+        CompileFailure::TimedOut { limit } => outcome::timeout_outcome(Stage::Compile, limit),
         CompileFailure::Poisoned { reason } => Outcome::Poisoned { reason },
     }
 }

@@ -292,3 +292,11 @@ impl Outcome {
 fn first_line(s: &str) -> &str {
     s.lines().next().unwrap_or("")
 }
+
+/// The outcome of a case overdue in `stage`.
+pub fn timeout_outcome(stage: crate::engine::watchdog::Stage, limit: Duration) -> Outcome {
+    Outcome::Timeout {
+        stage: stage.name().to_string(),
+        limit,
+    }
+}

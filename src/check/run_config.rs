@@ -8,8 +8,9 @@ use pimdiff_isa::Opcode;
 
 use pimdiff_compiler::{CompileOptions, Lowering};
 
-use super::versions::LoweringChoice;
+use super::n_version::LoweringChoice;
 use crate::compilers::CompilerUnderTest;
+use crate::engine::watchdog::Stage;
 
 /// How cases are checked.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -17,7 +18,7 @@ pub struct RunConfig {
     pub compiler: CompilerUnderTest,
     /// The second version of an N-version check (`--lowering both`: the pixel-wise lowering,
     /// `compiler` being the channel-wise one); `None` for a single compiler. See
-    /// [`super::versions`].
+    /// [`super::n_version`].
     pub second: Option<CompilerUnderTest>,
     /// Core interleaving of the interpreter (fixed by default; a seeded random order exposes
     /// races through global memory).
@@ -37,7 +38,7 @@ pub struct RunConfig {
     /// case is a `timeout` finding.
     pub external_timeout: Duration,
     /// Wall-clock limit of each stage of one check (compile, run, oracle) for the watchdog
-    /// ([`super::watchdog`]); an external compiler's stage gets `external_timeout` on top.
+    /// ([`crate::engine::watchdog`]); an external compiler's stage gets `external_timeout` on top.
     pub case_timeout: Duration,
     /// Test seam: the interpreter panics when the program holds an instruction with this
     /// opcode, as an interpreter bug would (proves that a hunt reports `interpreter-panic`).
@@ -160,5 +161,16 @@ impl Default for RunConfig {
             case_timeout: Self::DEFAULT_CASE_TIMEOUT,
             interpreter_panic_on: None,
         }
+    }
+}
+
+/// How long `stage` may run under `cfg`: the case timeout, plus the external compiler's own
+/// timeout for its stage (which kills the command first and reports the timeout itself).
+pub fn stage_limit(cfg: &RunConfig, stage: Stage) -> Duration {
+    match stage {
+        Stage::Compile if cfg.compiler.is_external() => {
+            cfg.case_timeout.saturating_add(cfg.external_timeout)
+        }
+        _ => cfg.case_timeout,
     }
 }

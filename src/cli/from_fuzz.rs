@@ -23,9 +23,9 @@ use crate::check::{check_case, CaseResult, RunConfig};
 use crate::cli::repro::{parse_duration_arg, CompilerArgs};
 use crate::cli::{exit, EXIT_FINDING, EXIT_OK};
 use crate::corpus::{save_finding, Expectation, FindingMeta, MinimizationStats, META_FORMAT};
+use crate::engine::shrink::{case_size, describe_case, minimize, MinimizeConfig};
 use crate::fuzz_targets::{lowering_case, lowering_gen_config, LoweringTarget};
-use crate::shrink::{case_size, describe_case, minimize, MinimizeConfig};
-use crate::triage::report::render_report;
+use crate::report::render_report;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {

@@ -1,5 +1,5 @@
 //! `pimdiff hunt`: generate cases from a seed, check them in parallel, minimize and save every
-//! unique finding, summarize (see [`crate::hunt`]).
+//! unique finding, summarize (see [`crate::engine`]).
 //!
 //! Exit 0 when nothing was found, 1 when there are findings (timeouts and interpreter panics
 //! among them) or more declined cases than the generator explains, 2 on bad arguments or when
@@ -20,9 +20,9 @@ use anyhow::Context;
 
 use crate::cli::repro::{parse_duration_arg, CompilerArgs};
 use crate::cli::{exit, EXIT_FINDING, EXIT_OK};
-use crate::generate::GenConfig;
-use crate::hunt::{render_summary, run_hunt, HuntConfig, HuntControl, Limit, Shard};
-use crate::shrink::MinimizeConfig;
+use crate::engine::shrink::MinimizeConfig;
+use crate::engine::{render_summary, run_hunt, HuntConfig, HuntControl, Limit, Shard};
+use crate::targets::tensor::generate::GenConfig;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -272,7 +272,7 @@ pub fn main(mut args: Args) -> anyhow::Result<ExitCode> {
     print!("{}", render_summary(&summary));
     println!(
         "\nsummary: {}",
-        cfg.out.join(crate::hunt::SUMMARY_MD).display()
+        cfg.out.join(crate::engine::SUMMARY_MD).display()
     );
     warn_loudly(&summary);
     Ok(exit(if summary.failures.is_empty() {
@@ -284,7 +284,7 @@ pub fn main(mut args: Args) -> anyhow::Result<ExitCode> {
 
 /// What must not scroll by unnoticed goes to stderr too: interpreter panics (a bug in pimdiff),
 /// timeouts, too many declined cases.
-fn warn_loudly(s: &crate::hunt::HuntSummary) {
+fn warn_loudly(s: &crate::engine::HuntSummary) {
     let dirs = |kind: &str| -> Vec<&str> {
         s.findings
             .iter()

@@ -1,5 +1,5 @@
 //! `pimdiff hunt --target pimcomp-nn`: the hunt over PIMCOMP-NN itself (see
-//! [`crate::pimcomp_hunt`]). Exit 0 when nothing was found, 1 with findings, 2 when the
+//! [`crate::targets::pimcomp_nn`]). Exit 0 when nothing was found, 1 with findings, 2 when the
 //! binary cannot be found or the output directory cannot be used.
 
 use std::io::IsTerminal;
@@ -10,12 +10,12 @@ use anyhow::Context;
 
 use crate::cli::hunt::{install_signal_handler, seed_and_limit, Args, PipelineMode};
 use crate::cli::{exit, EXIT_FINDING, EXIT_OK};
-use crate::generate::network::NetConfig;
-use crate::hunt::{HuntControl, Shard};
-use crate::pimcomp_hunt::case::CaseContext;
-use crate::pimcomp_hunt::compile::{CompilerSetup, Pipeline};
-use crate::pimcomp_hunt::save::render_summary;
-use crate::pimcomp_hunt::{run_pimcomp_hunt, PimcompHuntConfig};
+use crate::engine::{HuntControl, Shard};
+use crate::targets::pimcomp_nn::case::CaseContext;
+use crate::targets::pimcomp_nn::compile::{CompilerSetup, Pipeline};
+use crate::targets::pimcomp_nn::files::render_summary;
+use crate::targets::pimcomp_nn::network::NetConfig;
+use crate::targets::pimcomp_nn::{run_pimcomp_hunt, PimcompHuntConfig};
 
 /// Most compiles one finding's minimization may run.
 const MINIMIZE_RUNS: u64 = 400;
@@ -83,7 +83,7 @@ pub fn main(mut args: Args) -> anyhow::Result<ExitCode> {
     print!("{}", render_summary(&summary));
     println!(
         "\nsummary: {}",
-        cfg.out.join(crate::hunt::SUMMARY_MD).display()
+        cfg.out.join(crate::engine::SUMMARY_MD).display()
     );
     Ok(exit(if summary.findings.is_empty() {
         EXIT_OK

@@ -1,10 +1,10 @@
 //! `pimdiff pimcomp PROGRAM --verification TABLE`: check a PIMCOMP-NN program bit for bit
-//! against the wrap-8 reference of its model (see `pimdiff::pimcomp`).
+//! against the wrap-8 reference of its model (see `pimdiff::targets::pimcomp_nn::check`).
 //!
 //! With `--cross PROGRAM2 --cross-verification TABLE2` (the other pipeline's compile of the
 //! same model: one batch, one element, in either order) both programs are checked with the
 //! same options, both tables printed, and then one line comparing the two checks node by node
-//! (`pimdiff::pimcomp_hunt::cross`): the number of nodes they agree on, or the disagreement's
+//! (`pimdiff::targets::pimcomp_nn::cross`): the number of nodes they agree on, or the disagreement's
 //! signature and detail — the `cross-mode` finding of `hunt --target pimcomp-nn --mode both`.
 //!
 //! Exit status: 0 when no node mismatches and the program agrees with its table (only exact,
@@ -15,8 +15,8 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use crate::pimcomp::{self, report, Control, Options};
-use crate::pimcomp_hunt::cross;
+use crate::targets::pimcomp_nn::check::{self as pimcomp, report, Control, Options};
+use crate::targets::pimcomp_nn::cross;
 use anyhow::Context;
 use pimdiff_isa::machine::Schedule;
 

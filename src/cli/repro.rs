@@ -13,14 +13,14 @@ use anyhow::Context;
 use pimdiff_compiler::{CompileOptions, Lowering, Reduction};
 use pimdiff_isa::machine::Schedule;
 
-use crate::check::versions::LoweringChoice;
+use crate::check::n_version::LoweringChoice;
 use crate::check::RunConfig;
 use crate::cli::{exit, EXIT_FINDING, EXIT_OK};
-use crate::compilers::mutated::BugClass;
+use crate::compilers::injected::BugClass;
 use crate::compilers::CompilerUnderTest;
 use crate::corpus::{check_entry, load_entry, EntryResult};
+use crate::engine::shrink::describe_case;
 use crate::finding::Kind;
-use crate::shrink::describe_case;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -148,7 +148,7 @@ pub fn parse_bug(s: &str) -> Result<BugClass, String> {
 
 /// A duration such as `500ms`, `30s`, `10m`, `1h`.
 pub fn parse_duration_arg(s: &str) -> Result<Duration, String> {
-    crate::hunt::parse_duration(s).map_err(|e| e.to_string())
+    crate::engine::parse_duration(s).map_err(|e| e.to_string())
 }
 
 /// A duration that is not zero.
@@ -235,7 +235,7 @@ pub fn render(entry: &crate::corpus::Entry, checked: &EntryResult) -> String {
         );
     }
     let _ = writeln!(out);
-    out.push_str(&crate::triage::report::render_report(
+    out.push_str(&crate::report::render_report(
         &entry.case,
         &checked.result,
         &checked.run,

@@ -7,10 +7,10 @@
 //! checker ([`crate::check`]) turns into outcomes; this module knows nothing of outcomes,
 //! interpreters or oracles.
 
-pub mod claim;
+pub mod decline;
 pub mod external;
 pub mod in_repo;
-pub mod mutated;
+pub mod injected;
 pub mod races;
 
 use std::time::Duration;
@@ -19,8 +19,8 @@ use pimdiff_compiler::{CompileOptions, Lowering};
 use pimdiff_isa::bundle::Bundle;
 use pimdiff_oracle::Case;
 
-pub use self::claim::{Claim, Resource};
-use self::mutated::BugClass;
+pub use self::decline::{Claim, Resource};
+use self::injected::BugClass;
 
 /// Which compiler produces the bundle.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -44,7 +44,7 @@ impl CompilerUnderTest {
     pub fn provenance(&self, case: &Case) -> Option<pimdiff_compiler::Provenance> {
         let options = match self {
             CompilerUnderTest::InRepo(options) => *options,
-            CompilerUnderTest::Mutated(bug, lowering) => mutated::options_for(*bug, *lowering),
+            CompilerUnderTest::Mutated(bug, lowering) => injected::options_for(*bug, *lowering),
             CompilerUnderTest::External { .. } => return None,
         };
         std::panic::catch_unwind(|| pimdiff_compiler::compile_with_provenance(case, &options))
@@ -90,7 +90,7 @@ impl CompilerUnderTest {
         match self {
             CompilerUnderTest::InRepo(options) => in_repo::compile(case, options),
             CompilerUnderTest::Mutated(bug, lowering) => {
-                mutated::compile_mutated(*bug, *lowering, case)
+                injected::compile_mutated(*bug, *lowering, case)
             }
             CompilerUnderTest::External { command } => {
                 external::compile_external(case, command, external_timeout)
@@ -132,7 +132,7 @@ impl CompilerUnderTest {
     }
 
     /// The in-repo lowering this compiler uses (`None` for an external compiler): the name an
-    /// N-version check ([`crate::check::versions`]) gives its result.
+    /// N-version check ([`crate::check::n_version`]) gives its result.
     pub fn lowering(&self) -> Option<Lowering> {
         match self {
             CompilerUnderTest::InRepo(o) => Some(o.lowering),

@@ -3,9 +3,9 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use crate::check::versions::LoweringChoice;
+use crate::check::n_version::LoweringChoice;
 use crate::check::{check_case_within, CaseResult, RunConfig};
-use crate::compilers::mutated::BugClass;
+use crate::compilers::injected::BugClass;
 use crate::compilers::CompilerUnderTest;
 
 use super::expectation::{Expectation, Observed};

@@ -11,7 +11,7 @@ use super::{
     io_err, CorpusError, BUNDLE_DIR, EXPECT_JSON, FINDING_JSON, MAX_META_BYTES, META_FORMAT,
     REPORT_MD,
 };
-use crate::check::versions::LoweringChoice;
+use crate::check::n_version::LoweringChoice;
 use pimdiff_atomic::AtomicDir;
 
 /// Where a hunt found the case: enough to regenerate the original, unminimized case.

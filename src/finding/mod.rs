@@ -7,6 +7,7 @@
 
 mod kind;
 mod signature;
+pub mod summary;
 
 pub use self::kind::{Kind, UnknownKind};
 pub use self::signature::{abstract_message, BadSignature, Signature};

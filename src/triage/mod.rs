@@ -30,19 +30,12 @@
 //! is polled between candidate runs.
 
 mod cause;
-pub mod chipmap;
 mod crossbar_repairs;
-pub mod diff;
-pub mod grouping;
 mod judge;
-pub mod listing;
 mod localize;
 mod machine;
-pub mod pictures;
 mod repairs;
-pub mod report;
 mod suspect;
-pub mod tables;
 mod uninit;
 mod values;
 mod variants;
@@ -57,11 +50,11 @@ pub use self::cause::Cause;
 use self::cause::{kind_key, shape, signature_of};
 use self::localize::{localize, rule_helps, Effect, Failure, Limits, Localization, Rule};
 pub use self::suspect::{Suspect, MAX_SUSPECTS};
+use crate::check::n_version::attributed;
 use crate::check::outcome::{Outcome, Signature};
-use crate::check::versions::attributed;
 use crate::check::{check_case, CaseResult, RunConfig};
 use crate::compilers::CompileFailure;
-use crate::shrink::{case_size, shrink_while, ShrinkOptions, Shrunk};
+use crate::engine::shrink::{case_size, shrink_while, ShrinkOptions, Shrunk};
 
 /// How much work one call may do.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -196,7 +189,7 @@ fn claim_cause(case: &Case, result: &CaseResult, cfg: &RunConfig) -> Option<Caus
         return None;
     };
     let model = cfg.compiler.capacity_model();
-    let refuted = |c: &Case| crate::check::claims::refute(c, &claim, model.as_ref()).is_some();
+    let refuted = |c: &Case| crate::check::refute::refute(c, &claim, model.as_ref()).is_some();
     let v = variants::explain_claim(case, refuted)?;
     Some(Cause {
         signature: Signature::new(result.outcome.kind(), v.label()),
@@ -242,7 +235,7 @@ impl Checker for RunConfig {
 /// [`pictures::planned`] and the exports for the user's toolchain ([`crate::interop`]). A
 /// picture that cannot be drawn is left out (the report says which pictures to expect).
 pub fn attachments(case: &Case, result: &CaseResult) -> Vec<crate::corpus::Attachment> {
-    let pictures = pictures::render_pictures(case, result).unwrap_or_default();
+    let pictures = crate::report::pictures::render_pictures(case, result).unwrap_or_default();
     let pictures = pictures.into_iter().map(|p| crate::corpus::Attachment {
         name: p.name.file,
         bytes: p.svg.into_bytes(),

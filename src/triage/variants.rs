@@ -124,7 +124,7 @@ pub(crate) fn explain(case: &Case, output: &ArrayD<i32>, probes: &[Probe]) -> Op
 
 /// The first variant of the catalog under which a refuted capacity claim holds: the compiler
 /// sized the variant, not the case (a window one row off also miscounts what the windows
-/// need). `refuted_for` says whether the claim is refuted for a case (see `check::claims`);
+/// need). `refuted_for` says whether the claim is refuted for a case (see `check::refute`);
 /// it must be refuted for `case` itself.
 pub(crate) fn explain_claim(case: &Case, refuted_for: impl Fn(&Case) -> bool) -> Option<Variant> {
     if !refuted_for(case) {

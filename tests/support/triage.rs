@@ -10,11 +10,11 @@ use std::time::Duration;
 
 use pimdiff::check::outcome::Outcome;
 use pimdiff::check::{run_bundle, CaseResult, RunConfig, Signature};
-use pimdiff::compilers::mutated::{compile_mutated, inject, BugClass};
+use pimdiff::compilers::injected::{compile_mutated, inject, BugClass};
 use pimdiff::compilers::{in_repo, CompileFailure};
-use pimdiff::generate::{case_from_seed, GenConfig};
-use pimdiff::hunt::case_seed;
-use pimdiff::triage::grouping::{final_cause, group_by_cause, merge_key};
+use pimdiff::engine::case_seed;
+use pimdiff::engine::grouping::{final_cause, group_by_cause, merge_key};
+use pimdiff::targets::tensor::generate::{case_from_seed, GenConfig};
 use pimdiff::triage::{
     cause, pre_signature, triage_with, Budget, Cause, Checker, Suspect, Triaged,
 };

@@ -5,9 +5,9 @@ use serde::Serialize;
 use super::compile::{compile, CompileRun, CompilerSetup, Pipeline};
 use super::cross;
 use super::outcome::{check_outcome, compile_outcome, severity, CaseOutcome, NodeSeen};
+use crate::engine::case_seed;
 use crate::finding::Kind;
-use crate::generate::network::{network_from_seed, NetConfig, Network};
-use crate::hunt::case_seed;
+use crate::targets::pimcomp_nn::network::{network_from_seed, NetConfig, Network};
 
 /// The value `time()` returns while case `case_seed` compiles: a fixed date plus a
 /// seed-dependent number of seconds (under four years), recorded in every finding.

@@ -4,12 +4,12 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::declines::Declines;
-use super::plan::Shard;
-use super::sweep::SweepEnd;
 use crate::corpus::MinimizationStats;
+use crate::engine::declines::Declines;
+use crate::engine::Shard;
+use crate::engine::SweepEnd;
 use crate::finding::Kind;
-use crate::generate::GenConfig;
+use crate::targets::tensor::generate::GenConfig;
 
 /// One finding of a hunt (one root cause, as far as triage can tell), as listed in the
 /// summary.

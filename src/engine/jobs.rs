@@ -11,7 +11,7 @@ use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use crate::check::watchdog::{current_thread_id, deprioritize};
+use crate::engine::watchdog::{current_thread_id, deprioritize};
 
 /// The limits of a batch.
 pub(super) struct JobLimits<'a> {

@@ -31,14 +31,15 @@
 
 mod config;
 pub mod declines;
-pub mod detection;
-mod findings;
+mod early_save;
+pub mod grouping;
 mod jobs;
 mod plan;
 pub(crate) mod progress;
 mod settle;
-mod summary;
+pub mod shrink;
 mod sweep;
+pub mod watchdog;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -48,23 +49,23 @@ pub use self::config::{
     SUMMARY_JSON, SUMMARY_MD,
 };
 pub use self::declines::Declines;
-pub use self::findings::slug;
+pub use self::early_save::slug;
 pub use self::plan::{case_seed, parse_duration, DurationError, Limit, Shard, ShardError};
-pub use self::summary::{render_summary, FindingSummary, HuntSummary};
 pub use self::sweep::{
     sweep, Checker, FirstSeen, Observation, Sweep, SweepConfig, SweepEnd, SweepEvent, SweepProgress,
 };
+pub use crate::finding::summary::{render_summary, FindingSummary, HuntSummary};
 
 use self::config::{Timeline, WRITE_RESERVE};
-use self::findings::{Context, Saver};
+use self::early_save::{Context, Saver};
 use self::progress::{progress_bar, update_bar};
 use self::settle::settle;
 use crate::check::outcome::abstract_message;
-use crate::check::watchdog::timeout_outcome;
+use crate::check::outcome::timeout_outcome;
 use crate::check::{check_case_staged, CaseResult, Outcome, Signature};
 use crate::corpus::{self, CorpusError};
 use crate::finding::Kind;
-use crate::generate::GenConfig;
+use crate::targets::tensor::generate::GenConfig;
 
 /// Runs a hunt (see the module docs) and writes `summary.json` and `summary.md`. Findings are
 /// returned in the summary (they are data, not errors).
@@ -140,7 +141,7 @@ fn run_sweep(
         &sweep_cfg,
         &control.stop,
         check,
-        |stage_clock| stage_clock.overdue(run),
+        |stage_clock| stage_clock.overdue(|s| crate::check::stage_limit(run, s)),
         |stage, limit| observe_outcome(&timeout_outcome(stage, limit)),
         |event| {
             match event {

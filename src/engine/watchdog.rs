@@ -1,11 +1,9 @@
 //! The per-case watchdog: a check that does not finish in time is a `timeout` finding.
 //!
 //! A check runs in stages ([`Stage`]); the thread running it records the stage it is in and
-//! since when on a [`StageClock`], and another thread (a hunt's coordinator, or
-//! [`super::check_case_within`]) reads the clock and declares the case *overdue* once a stage has run
-//! longer than its limit ([`stage_limit`]): `--case-timeout` for every stage, plus
-//! `--compiler-timeout` for an external compiler's stage, which that compiler's own timeout
-//! bounds first.
+//! since when on a [`StageClock`], and another thread (the sweep's coordinator, or
+//! `check::check_case_within`) reads the clock and declares the case *overdue* once a stage has
+//! run longer than the limit its target sets for it.
 //!
 //! A thread stuck in the compiler under test cannot be stopped from outside (Rust threads
 //! cannot be killed, and the in-repo compiler has no cancellation points). It is abandoned:
@@ -14,9 +12,6 @@
 
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
-
-use super::outcome::Outcome;
-use super::run_config::RunConfig;
 
 /// A stage of one check.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -78,11 +73,11 @@ impl StageClock {
         self.lock().current.map(|(s, since)| (s, since.elapsed()))
     }
 
-    /// The stage running now when it has run longer than its limit under `cfg`, with the
-    /// limit.
-    pub fn overdue(&self, cfg: &RunConfig) -> Option<(Stage, Duration)> {
+    /// The stage running now when it has run longer than its limit (`limit_of` the stage),
+    /// with the limit.
+    pub fn overdue(&self, limit_of: impl Fn(Stage) -> Duration) -> Option<(Stage, Duration)> {
         let (stage, elapsed) = self.current()?;
-        let limit = stage_limit(cfg, stage);
+        let limit = limit_of(stage);
         (elapsed > limit).then_some((stage, limit))
     }
 
@@ -95,25 +90,6 @@ impl StageClock {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, ClockState> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
-    }
-}
-
-/// How long `stage` may run under `cfg`: the case timeout, plus the external compiler's own
-/// timeout for its stage (which kills the command first and reports the timeout itself).
-pub fn stage_limit(cfg: &RunConfig, stage: Stage) -> Duration {
-    match stage {
-        Stage::Compile if cfg.compiler.is_external() => {
-            cfg.case_timeout.saturating_add(cfg.external_timeout)
-        }
-        _ => cfg.case_timeout,
-    }
-}
-
-/// The outcome of a case overdue in `stage`.
-pub fn timeout_outcome(stage: Stage, limit: Duration) -> Outcome {
-    Outcome::Timeout {
-        stage: stage.name().to_string(),
-        limit,
     }
 }
 

@@ -4,9 +4,9 @@
 use pimdiff_oracle::Case;
 
 use crate::check::{check_case, Outcome, RunConfig, Signature};
-use crate::compilers::mutated::BugClass;
+use crate::compilers::injected::BugClass;
 use crate::compilers::CompilerUnderTest;
-use crate::generate::{case_from_seed, GenConfig};
+use crate::targets::tensor::generate::{case_from_seed, GenConfig};
 
 /// The first case of a seed stream on which an injected bug is detected.
 #[derive(Clone, Debug)]

@@ -9,9 +9,9 @@
 //! yields two findings. After triage, a representative whose minimized case is still explained
 //! by its group's cause keeps that cause as its signature.
 
-use super::{Cause, Triaged};
 use crate::check::Signature;
 use crate::finding::Kind;
+use crate::triage::{Cause, Triaged};
 
 /// Buckets of one root cause: the cause that signs them, the buckets (indices into the
 /// causes given to [`group_by_cause`], ascending) and the one whose case is triaged.
@@ -194,7 +194,10 @@ mod tests {
     }
 
     fn dummy_triaged() -> Triaged {
-        let case = crate::generate::case_from_seed(&crate::generate::GenConfig::default(), 1);
+        let case = crate::targets::tensor::generate::case_from_seed(
+            &crate::targets::tensor::generate::GenConfig::default(),
+            1,
+        );
         let result = crate::check::check_case(&case, &crate::check::RunConfig::default());
         Triaged {
             case,
@@ -203,7 +206,7 @@ mod tests {
             localized: false,
             also: Vec::new(),
             suspects: Vec::new(),
-            minimization: super::super::MinimizationLog {
+            minimization: crate::triage::MinimizationLog {
                 tried: 0,
                 kept: 0,
                 original_size: 0,

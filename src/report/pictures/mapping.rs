@@ -1,5 +1,5 @@
 //! `mapping.svg`: which core and array holds which weight tile, and what the cores send each
-//! other (see [`crate::triage::chipmap`] for where the facts come from).
+//! other (see [`crate::report::chipmap`] for where the facts come from).
 //!
 //! One box per core (at most [`MAX_CORES_DRAWN`], in a grid), one smaller box per array group
 //! inside it (at most [`MAX_GROUPS_DRAWN`] per core), labelled with the group, its arrays, its
@@ -13,7 +13,7 @@ use plotters::prelude::*;
 
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-use crate::triage::chipmap::{ChipMap, CoreMap, GroupTile, Transfer};
+use crate::report::chipmap::{ChipMap, CoreMap, GroupTile, Transfer};
 
 /// Cores drawn, at most.
 pub const MAX_CORES_DRAWN: usize = 16;

@@ -9,8 +9,14 @@
 //! off (or, for an injected bug, against the correct compilation).
 //!
 //! Reports stay fast and small for any program: a passing case gets no program diff at all,
-//! and every diff is bounded ([`crate::triage::diff`]). They are deterministic — no timings,
+//! and every diff is bounded ([`crate::report::diff`]). They are deterministic — no timings,
 //! no temporary paths — so they can be snapshot-tested and diffed between runs.
+
+pub mod chipmap;
+pub mod diff;
+pub mod listing;
+pub mod pictures;
+pub mod tables;
 
 use std::fmt::Write as _;
 
@@ -23,9 +29,8 @@ use pimdiff_oracle::{Case, Op};
 use crate::check::outcome::{Mismatch, Outcome};
 use crate::check::{CaseResult, RunConfig};
 use crate::compilers::CompilerUnderTest;
-use crate::generate::describe_case;
-use crate::triage::diff::{write_bounded_diff, write_fenced, MAX_DIFF_LINES};
-use crate::triage::{pictures, tables};
+use crate::report::diff::{write_bounded_diff, write_fenced, MAX_DIFF_LINES};
+use crate::targets::tensor::generate::describe_case;
 
 /// Values of one output row a report prints before cutting the row short.
 const MAX_ROW_VALUES: usize = 64;
@@ -96,7 +101,7 @@ fn header_section(r: &mut String, result: &CaseResult, cfg: &RunConfig) {
 
 fn outcome_section(r: &mut String, case: &Case, result: &CaseResult) {
     if let Some(a) = &result.attribution {
-        r.push_str(&crate::check::versions::report_section(a));
+        r.push_str(&crate::check::n_version::report_section(a));
     }
     match &result.outcome {
         Outcome::Mismatch(m) => mismatch_section(r, case, result, m),

@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::generate::GenConfig;
+use crate::targets::tensor::generate::GenConfig;
 
 /// The share of declined cases allowed above the generator's overcommit ratio. The default
 /// generator overcommits 3 % of its cases and the in-repo compiler declines about 1.3 %; 5

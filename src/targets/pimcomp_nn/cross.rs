@@ -23,7 +23,9 @@ use pimdiff_isa::machine::Schedule;
 use serde::Serialize;
 
 use super::outcome::{nodes_seen, NodeSeen};
-use crate::pimcomp::{self, report, Checked, Mode, Options, PimcompError, Status};
+use crate::targets::pimcomp_nn::check::{
+    self as pimcomp, report, Checked, Mode, Options, PimcompError, Status,
+};
 
 /// The first node (in the networks' topological order) the two pipelines disagree on where
 /// the reference cannot say which is wrong.

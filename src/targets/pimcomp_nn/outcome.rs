@@ -24,7 +24,7 @@ use std::path::Path;
 use super::compile::{frames, CompileRun, CompilerSetup, Exit, Frame, Pipeline, RAISED_PROGRAM};
 use super::cores::{self, CoreCensus};
 use crate::finding::{abstract_message, Kind};
-use crate::pimcomp::{self, Checked, Control, PimcompError, Status};
+use crate::targets::pimcomp_nn::check::{self as pimcomp, Checked, Control, PimcompError, Status};
 
 /// What one compile and check came to.
 #[derive(Clone, Debug, Serialize)]

@@ -18,7 +18,7 @@
 //! the wall-clock `time_budget` may stop a slow run earlier than another; `max_steps` is the
 //! deterministic bound.
 
-mod reductions;
+use crate::targets::tensor::reductions;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -27,7 +27,7 @@ use pimdiff_oracle::Case;
 
 use crate::check::outcome::Signature;
 use crate::check::{check_case, CaseResult, RunConfig};
-pub use crate::generate::describe_case;
+pub use crate::targets::tensor::generate::describe_case;
 
 /// Budget of a minimization.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -21,13 +21,14 @@ use pimdiff_oracle::Case;
 
 use super::config::HuntError;
 use super::plan::case_seed;
-use crate::check::watchdog::{stage_limit, timeout_outcome};
+use crate::check::outcome::timeout_outcome;
+use crate::check::stage_limit;
 use crate::check::{check_case_within, CaseResult, RunConfig, Signature, Stage};
 use crate::compilers::CompilerUnderTest;
 use crate::corpus::{self, FindingMeta, MinimizationStats, Origin};
 use crate::finding::Kind;
-use crate::generate::{case_from_seed, GenConfig};
-use crate::triage::report::{render_report_with, Suspects};
+use crate::report::{render_report_with, Suspects};
+use crate::targets::tensor::generate::{case_from_seed, GenConfig};
 
 /// What every finding of one hunt shares.
 #[derive(Clone, Debug)]

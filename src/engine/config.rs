@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 use super::plan::{Limit, Shard};
 use crate::check::RunConfig;
 use crate::corpus::{self, CorpusError};
-use crate::generate::GenConfig;
-use crate::shrink::MinimizeConfig;
+use crate::engine::shrink::MinimizeConfig;
+use crate::targets::tensor::generate::GenConfig;
 
 /// Everything a hunt needs.
 #[derive(Clone, Debug)]

@@ -2,7 +2,7 @@
 //!
 //! - [`DIFF_SVG`] for every mismatch of values: machine − oracle as a heatmap ([`heatmap`]).
 //! - [`MAPPING_SVG`] for every multi-core program: cores, array groups and their weight tiles,
-//!   NoC transfers ([`mapping`], facts from [`crate::triage::chipmap`]).
+//!   NoC transfers ([`mapping`], facts from [`crate::report::chipmap`]).
 //!
 //! [`planned`] says which pictures a result gets without drawing them (the report links
 //! them); [`render_pictures`] draws them; [`write_pictures`] writes them into a directory,
@@ -19,7 +19,7 @@ use pimdiff_oracle::{Case, Op};
 
 use crate::check::outcome::Outcome;
 use crate::check::CaseResult;
-use crate::triage::chipmap::chip_map;
+use crate::report::chipmap::chip_map;
 
 /// The heatmap of a mismatch.
 pub const DIFF_SVG: &str = "diff.svg";

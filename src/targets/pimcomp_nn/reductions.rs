@@ -11,7 +11,7 @@ use std::time::Instant;
 
 use serde::Serialize;
 
-use crate::generate::network::{NetNode, NetOp, Network};
+use crate::targets::pimcomp_nn::network::{NetNode, NetOp, Network};
 
 /// What a minimization did.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -211,7 +211,7 @@ fn smaller_ops(op: &NetOp) -> Vec<NetOp> {
             }
         }
         NetOp::Conv(c) => {
-            let mut push = |f: &dyn Fn(&mut crate::generate::network::ConvSpec)| {
+            let mut push = |f: &dyn Fn(&mut crate::targets::pimcomp_nn::network::ConvSpec)| {
                 let mut s = c.clone();
                 f(&mut s);
                 out.push(NetOp::Conv(s));
@@ -272,7 +272,7 @@ fn smaller_ops(op: &NetOp) -> Vec<NetOp> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::generate::network::{network_from_seed, NetConfig};
+    use crate::targets::pimcomp_nn::network::{network_from_seed, NetConfig};
 
     #[test]
     fn candidates_are_smaller_or_equal_and_mostly_well_formed() {

@@ -1,11 +1,11 @@
 //! `pimdiff hunt --target pimcomp-nn`: random networks through the real PIMCOMP-NN compiler,
 //! every crash and miscompilation minimized to a small network.
 //!
-//! Case `k` of seed `S` is the network [`network_from_seed`](crate::generate::network) of
+//! Case `k` of seed `S` is the network [`network_from_seed`](crate::targets::pimcomp_nn::network) of
 //! `case_seed(S, k)`, compiled in each requested pipeline ([`compile`]: own working tree,
 //! timeout, memory watchdog, `time()` pinned to [`case::pin_time`]) and checked with
 //! `pimdiff pimcomp`'s check ([`outcome`]). The sweep is the hunt engine's own
-//! ([`crate::hunt::sweep`]): the same sharding, watchdog, progress bar, stop handling and
+//! ([`crate::engine::sweep`]): the same sharding, watchdog, progress bar, stop handling and
 //! index-ordered aggregation, so the same seed gives the same findings for any `--jobs`. A
 //! case's bucket key is the sorted list of its finding signatures; settling splits buckets
 //! into single signatures (each with its lowest case index), minimizes one network per
@@ -16,12 +16,14 @@
 //! written minimized as `findings/<nnn>-<slug>/` and the early directory removed.
 
 pub mod case;
+pub mod check;
 pub mod compile;
 pub mod cores;
 pub mod cross;
-pub mod minimize;
+pub mod files;
+pub mod network;
 pub mod outcome;
-pub mod save;
+pub mod reductions;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -30,14 +32,14 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use self::case::CaseContext;
-use self::save::{FindingRecord, PimcompHuntSummary};
-use crate::finding::Kind;
-use crate::generate;
-use crate::hunt::progress::{progress_bar, update_bar};
-use crate::hunt::{
+use self::files::{FindingRecord, PimcompHuntSummary};
+use self::network::Network;
+use crate::engine::progress::{progress_bar, update_bar};
+use crate::engine::{
     sweep, Checker, HuntControl, HuntError, Limit, Observation, Shard, Sweep, SweepConfig,
     SweepEvent, FINDINGS_DIR, MAX_STUCK, STOP_GRACE,
 };
+use crate::finding::Kind;
 
 /// A `--target pimcomp-nn` hunt.
 #[derive(Clone, Debug)]
@@ -70,7 +72,7 @@ pub fn run_pimcomp_hunt(
 ) -> Result<PimcompHuntSummary, HuntError> {
     let start = Instant::now();
     let findings_dir = cfg.out.join(FINDINGS_DIR);
-    save::prepare_out(&cfg.out, &findings_dir)?;
+    files::prepare_out(&cfg.out, &findings_dir)?;
     let jobs = if cfg.jobs == 0 {
         std::thread::available_parallelism().map_or(1, |n| n.get())
     } else {
@@ -86,7 +88,7 @@ pub fn run_pimcomp_hunt(
     let records = settle(cfg, jobs, control, triage_end, &distinct);
     let mut findings = Vec::new();
     for (n, (d, record)) in distinct.iter().zip(records).enumerate() {
-        findings.push(save::save_final(
+        findings.push(files::save_final(
             &cfg.cases,
             &findings_dir,
             n + 1,
@@ -95,10 +97,10 @@ pub fn run_pimcomp_hunt(
             &record,
         )?);
     }
-    save::remove_early_dirs(&findings_dir)?;
+    files::remove_early_dirs(&findings_dir)?;
     crate::compilers::external::kill_running_commands();
-    let summary = save::summarize(cfg, jobs, &swept, findings, start.elapsed());
-    save::write_summary(&cfg.out, &summary)?;
+    let summary = files::summarize(cfg, jobs, &swept, findings, start.elapsed());
+    files::write_summary(&cfg.out, &summary)?;
     Ok(summary)
 }
 
@@ -154,7 +156,7 @@ fn run_sweep(
                 if let Some(sigs) = &observation.signature {
                     let (network, _) = ctx.network(index);
                     for sig in sigs {
-                        if let Err(e) = save::save_early(findings_dir, index, sig, &network) {
+                        if let Err(e) = files::save_early(findings_dir, index, sig, &network) {
                             let msg = format!("warning: cannot save finding {sig} yet: {e}");
                             bar.println(msg);
                         }
@@ -241,9 +243,7 @@ fn triage_one(
     let ctx = &cfg.cases;
     let (original, case_seed) = ctx.network(d.index);
     let pipeline = case::finding_pipeline(&d.signature);
-    let run = |net: &generate::network::Network, keep: bool| {
-        ctx.run_for_signature(net, case_seed, &d.signature, keep)
-    };
+    let run = |net: &Network, keep: bool| ctx.run_for_signature(net, case_seed, &d.signature, keep);
     let own = Instant::now().checked_add(cfg.minimize_time);
     let deadline = match (own, end) {
         (Some(a), Some(b)) => Some(a.min(b)),
@@ -254,7 +254,7 @@ fn triage_one(
         let size = original.size();
         (
             original.clone(),
-            minimize::Shrunk {
+            reductions::Shrunk {
                 tried: 0,
                 kept: 0,
                 before: size,
@@ -263,7 +263,7 @@ fn triage_one(
             },
         )
     } else {
-        minimize::minimize(&original, deadline, cfg.minimize_runs, |cand| {
+        reductions::minimize(&original, deadline, cfg.minimize_runs, |cand| {
             if stop.load(Ordering::SeqCst) {
                 return false;
             }

@@ -19,13 +19,13 @@ use serde::Serialize;
 
 use super::case::{finding_pipelines, is_cross, pin_time, CaseContext};
 use super::compile::{command_line, CompileRun, Pipeline};
-use super::minimize::Shrunk;
 use super::outcome::CaseOutcome;
+use super::reductions::Shrunk;
 use super::PimcompHuntConfig;
 use crate::corpus::{self, CorpusError};
+use crate::engine::{slug, HuntError, Limit, Sweep, SweepEnd, SUMMARY_JSON, SUMMARY_MD};
 use crate::finding::Kind;
-use crate::generate::network::Network;
-use crate::hunt::{slug, HuntError, Limit, Sweep, SweepEnd, SUMMARY_JSON, SUMMARY_MD};
+use crate::targets::pimcomp_nn::network::Network;
 use pimdiff_atomic::AtomicDir;
 
 /// Everything a finding directory is written from.
@@ -73,7 +73,7 @@ pub struct PimcompHuntSummary {
     pub target: &'static str,
     pub mode: String,
     pub seed: u64,
-    pub shard: crate::hunt::Shard,
+    pub shard: crate::engine::Shard,
     pub cases_requested: Option<u64>,
     pub duration_requested_s: Option<f64>,
     pub end: SweepEnd,
@@ -90,7 +90,7 @@ pub struct PimcompHuntSummary {
     pub sweep_time_s: f64,
     pub wall_time_s: f64,
     pub compiler: String,
-    pub generator: crate::generate::network::NetConfig,
+    pub generator: crate::targets::pimcomp_nn::network::NetConfig,
 }
 
 fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> HuntError + '_ {
@@ -266,14 +266,18 @@ fn save_compile(dir: &Path, run: &CompileRun) -> Result<(), HuntError> {
 }
 
 /// The options of the hunt's own check of a program (and of `repro.sh`'s).
-fn check_options(program: &Path, table: &Path, seed: u64) -> crate::pimcomp::Options {
-    crate::pimcomp::Options {
+fn check_options(
+    program: &Path,
+    table: &Path,
+    seed: u64,
+) -> crate::targets::pimcomp_nn::check::Options {
+    crate::targets::pimcomp_nn::check::Options {
         program: program.to_path_buf(),
         table: table.to_path_buf(),
         seed,
         schedule: Default::default(),
         probes: true,
-        control: crate::pimcomp::Control::None,
+        control: crate::targets::pimcomp_nn::check::Control::None,
     }
 }
 
@@ -282,8 +286,11 @@ fn check_options(program: &Path, table: &Path, seed: u64) -> crate::pimcomp::Opt
 /// removed after saving).
 fn write_check(program: &Path, table: &Path, saved: &Path, seed: u64, out: &Path) -> bool {
     let opts = check_options(program, table, seed);
-    match crate::pimcomp::check(&opts) {
-        Ok(c) => crate::pimcomp::report::write(&c, out, saved, seed, opts.schedule).is_ok(),
+    match crate::targets::pimcomp_nn::check::check(&opts) {
+        Ok(c) => {
+            crate::targets::pimcomp_nn::check::report::write(&c, out, saved, seed, opts.schedule)
+                .is_ok()
+        }
         Err(_) => false,
     }
 }
@@ -291,8 +298,8 @@ fn write_check(program: &Path, table: &Path, saved: &Path, seed: u64, out: &Path
 /// `pimdiff pimcomp BATCH --cross ELEMENT --out DIR` of the two programs (best effort), each
 /// given with the path of its saved copy in the finding, which the reports name.
 fn write_cross_check(
-    (batch, batch_saved): &(crate::pimcomp::Options, PathBuf),
-    (element, element_saved): &(crate::pimcomp::Options, PathBuf),
+    (batch, batch_saved): &(crate::targets::pimcomp_nn::check::Options, PathBuf),
+    (element, element_saved): &(crate::targets::pimcomp_nn::check::Options, PathBuf),
     out: &Path,
 ) -> bool {
     match super::cross::check_pair(batch, element) {

@@ -25,8 +25,6 @@
 //! option: a fuzzer or proptest input of all zeros gives a 1×1 MVM on a 1-core chip, and
 //! shrinking the input bytes shrinks the case.
 
-pub mod network;
-
 use ndarray::{Array1, ArrayD, IxDyn};
 use pimdiff_oracle::{Case, CaseArch, CaseSpec, Conv2d, Mvm, Op};
 use rand::{Rng, SeedableRng};

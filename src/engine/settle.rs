@@ -14,16 +14,16 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::config::{HuntConfig, HuntControl, HuntError, Timeline, FINDINGS_DIR};
-use super::findings::{final_name, Context, Record};
+use super::early_save::{final_name, Context, Record};
 use super::jobs::{run_jobs, JobLimits};
 use super::plan::case_seed;
-use super::summary::FindingSummary;
 use super::sweep::Sweep;
 use crate::check::{check_case, Signature};
 use crate::corpus::MinimizationStats;
+use crate::engine::grouping::{final_cause, group_by_cause, merge_key, Group};
+use crate::engine::shrink::case_size;
+use crate::finding::summary::FindingSummary;
 use crate::finding::Kind;
-use crate::shrink::case_size;
-use crate::triage::grouping::{final_cause, group_by_cause, merge_key, Group};
 use crate::triage::{self, Budget, Cause, Triaged};
 
 /// One finding being assembled: its final signature, its buckets (indices into the sweep's

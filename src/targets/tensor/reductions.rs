@@ -9,10 +9,10 @@
 use ndarray::{s, Array1, ArrayD, Axis};
 use pimdiff_oracle::{Case, CaseArch, CaseSpec, Conv2d, Mvm, Op};
 
-use super::Family;
+use crate::engine::shrink::Family;
 
 /// The candidates of one family for `case`, each with a log line.
-pub(super) fn candidates(family: Family, case: &Case) -> Vec<(String, Case)> {
+pub(crate) fn candidates(family: Family, case: &Case) -> Vec<(String, Case)> {
     let mut out = Candidates {
         case,
         list: Vec::new(),
