@@ -16,9 +16,10 @@ use std::time::{Duration, Instant};
 use pimdiff::check::{check_case, RunConfig};
 use pimdiff::compilers::injected::BugClass;
 use pimdiff::compilers::CompilerUnderTest;
-use pimdiff::engine::shrink::{case_size, minimize, MinimizeConfig};
+use pimdiff::engine::MinimizeConfig;
 use pimdiff::targets::tensor::detection::first_detection;
 use pimdiff::targets::tensor::generate::{case_from_seed, describe_case, GenConfig};
+use pimdiff::targets::tensor::shrink::{case_size, minimize};
 use rayon::prelude::*;
 
 /// Seed streams are this far apart, so they never overlap in a bench run.

@@ -14,9 +14,10 @@
 use std::time::Duration;
 
 use pimdiff::check::RunConfig;
-use pimdiff::engine::shrink::MinimizeConfig;
+use pimdiff::engine::MinimizeConfig;
 use pimdiff::engine::{run_hunt, HuntConfig, HuntControl, Limit, Shard};
 use pimdiff::targets::tensor::generate::GenConfig;
+use pimdiff::targets::tensor::TensorTarget;
 
 fn main() {
     // `cargo bench` passes `--bench`; `cargo test --benches` runs this once as a smoke test.
@@ -32,8 +33,6 @@ fn main() {
             limit: Limit::Cases(cases),
             jobs,
             shard: Shard::ALL,
-            generator: GenConfig::default(),
-            run: RunConfig::default(),
             minimize: MinimizeConfig {
                 time_budget: Duration::from_secs(10),
                 ..MinimizeConfig::default()
@@ -41,7 +40,8 @@ fn main() {
             max_unsupported: None,
             out: tmp.path().join(name),
         };
-        run_hunt(&cfg, &HuntControl::default()).expect("the hunt runs")
+        let target = TensorTarget::new(&GenConfig::default(), RunConfig::default());
+        run_hunt(&cfg, std::sync::Arc::new(target), &HuntControl::default()).expect("the hunt runs")
     };
     hunt("warm-up", 2, cases / 10 + 1);
     for jobs in [1, 2] {

@@ -21,7 +21,7 @@ use pimdiff::check::RunConfig;
 use pimdiff::compilers::injected::BugClass;
 use pimdiff::compilers::CompilerUnderTest;
 use pimdiff::targets::tensor::generate::GenConfig;
-use pimdiff::triage::{Budget, Checker};
+use pimdiff::triage::Checker;
 use support::{corrupted_sites, mini_hunt, top3_hit, TwoBugs};
 
 /// The external corruptions of `benches/triage/corrupt.py`.
@@ -159,7 +159,7 @@ fn row<C: Checker + Sync>(
     count_hits: bool,
 ) {
     let start = Instant::now();
-    let r = mini_hunt(checker, gen, seed, cases, Budget::TRIAGE_RUNS);
+    let r = mini_hunt(checker, gen, seed, cases, pimdiff::triage::TRIAGE_RUNS);
     let mut hits = 0;
     let mut localized = 0;
     let mut sigs = BTreeSet::new();

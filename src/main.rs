@@ -1,6 +1,6 @@
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 use pimdiff::cli;
 
 /// Differential tester and fuzzer for compilers that lower conv2d and MVM onto ReRAM
@@ -45,8 +45,11 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
-        Ok(cli) => cli,
+    let parsed = Cli::command()
+        .try_get_matches()
+        .and_then(|m| Cli::from_arg_matches(&m).map(|cli| (cli, m)));
+    let (cli, matches) = match parsed {
+        Ok(p) => p,
         Err(e) => {
             let _ = e.print();
             return if e.use_stderr() {
@@ -68,10 +71,7 @@ fn main() -> ExitCode {
         Command::Lowerings(a) => cli::lowerings::main(a),
         Command::Repro(a) => cli::repro::main(a),
         Command::Replay(a) => cli::replay::main(a),
-        Command::Hunt(a) if a.pimcomp.target == cli::hunt::Target::PimcompNn => {
-            cli::hunt_pimcomp::main(a)
-        }
-        Command::Hunt(a) => cli::hunt::main(a),
+        Command::Hunt(a) => cli::hunt::main(a, &given_flags(&matches, "hunt")),
         Command::FromFuzz(a) => cli::from_fuzz::main(a),
         Command::Pimcomp(a) => cli::pimcomp::main(a),
     };
@@ -82,4 +82,21 @@ fn main() -> ExitCode {
             cli::exit(cli::EXIT_BAD_INPUT)
         }
     }
+}
+
+/// The long names of the flags given on the command line to `subcommand`.
+fn given_flags(matches: &clap::ArgMatches, subcommand: &str) -> Vec<String> {
+    let Some(sub) = matches.subcommand_matches(subcommand) else {
+        return Vec::new();
+    };
+    let command = Cli::command();
+    let Some(def) = command.find_subcommand(subcommand) else {
+        return Vec::new();
+    };
+    def.get_arguments()
+        .filter(|a| {
+            sub.value_source(a.get_id().as_str()) == Some(clap::parser::ValueSource::CommandLine)
+        })
+        .filter_map(|a| a.get_long().map(str::to_string))
+        .collect()
 }

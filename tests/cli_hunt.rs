@@ -7,6 +7,7 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use pimdiff::engine::HuntSummary;
+use pimdiff::finding::Kind;
 
 fn pimdiff(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_pimdiff"))
@@ -151,7 +152,7 @@ fn a_clean_hunt_exits_0_and_a_buggy_one_exits_1_with_reproducible_findings() {
     );
     let s = summary(&buggy);
     assert!(!s.findings.is_empty());
-    assert_eq!(s.generator.max_cores, 3);
+    assert_eq!(s.generator["max_cores"], 3);
     assert!(
         s.compiler.ends_with("+ injected bug wrong-send-size"),
         "{}",
@@ -386,7 +387,11 @@ fn sigterm_ends_a_hunt_with_hung_threads_within_5_s_with_its_summary_and_finding
     let s = summary(&out);
     assert!(s.interrupted);
     assert!(s.timeouts >= 1);
-    let f = s.findings.iter().find(|f| f.outcome == "timeout").unwrap();
+    let f = s
+        .findings
+        .iter()
+        .find(|f| f.outcome == Kind::Timeout)
+        .unwrap();
     assert!(out.join(&f.dir).join("finding.json").is_file(), "{}", f.dir);
     assert_eq!(hidden_entries(&out.join("findings")), Vec::<String>::new());
 }
@@ -474,7 +479,10 @@ fn bogus_declines_and_interpreter_panics_are_findings() {
     );
     let s = summary(&out);
     assert!(s.interpreter_panics > 0);
-    assert!(s.findings.iter().all(|f| f.outcome == "interpreter-panic"));
+    assert!(s
+        .findings
+        .iter()
+        .all(|f| f.outcome == Kind::InterpreterPanic));
     assert!(String::from_utf8_lossy(&o.stdout).contains("**interpreter panics: "));
 }
 

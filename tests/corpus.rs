@@ -17,10 +17,12 @@ use std::path::{Path, PathBuf};
 use pimdiff::check::{check_case, RunConfig};
 use pimdiff::compilers::injected::BugClass;
 use pimdiff::compilers::CompilerUnderTest;
-use pimdiff::corpus::{self, replay, ExpectFile, Expectation};
+use pimdiff::corpus::{self, replay, ExpectFile};
 use pimdiff::engine::case_seed;
-use pimdiff::engine::shrink::{case_size, minimize, MinimizeConfig};
+use pimdiff::engine::MinimizeConfig;
+use pimdiff::finding::Expectation;
 use pimdiff::targets::tensor::generate::{case_from_seed, GenConfig};
+use pimdiff::targets::tensor::shrink::{case_size, minimize};
 use pimdiff_compiler::{compile, CompileOptions};
 use pimdiff_oracle::{Case, CaseArch, CaseSpec, Conv2d, Mvm, Op};
 
@@ -668,7 +670,7 @@ fn regenerate() {
         }
         let case = build(&recipe);
         let expect = ExpectFile {
-            format: corpus::META_FORMAT,
+            format: pimdiff::finding::META_FORMAT,
             expect: Expectation::parse(recipe.expect).unwrap(),
             note: recipe.note.to_string(),
             mutation: None,
@@ -679,7 +681,7 @@ fn regenerate() {
     for bug in BugClass::ALL {
         let (case, kind) = hunt_bug(bug);
         let expect = ExpectFile {
-            format: corpus::META_FORMAT,
+            format: pimdiff::finding::META_FORMAT,
             expect: Expectation::parse(&kind).unwrap(),
             note: format!(
                 "the injected bug {} must still be detected: first finding of a hunt from seed {BUG_HUNT_SEED}, minimized",

@@ -7,9 +7,12 @@ use std::path::{Path, PathBuf};
 use pimdiff::check::{check_case, RunConfig};
 use pimdiff::corpus::{
     self, discover, read_entry_meta, replay, save_finding, Attachment, CorpusError, ExpectFile,
-    Expectation, ExpectationParseError, FindingMeta, MinimizationStats, Observed, Origin,
 };
 use pimdiff::finding::Kind;
+use pimdiff::finding::{
+    Expectation, ExpectationParseError, FindingMeta, MinimizationStats, Observed, Origin,
+    META_FORMAT,
+};
 use pimdiff_atomic::{clean_temp as clean_temp_dirs, AtomicDir};
 use pimdiff_oracle::io::{read_case, write_npy_atomic};
 
@@ -198,7 +201,7 @@ fn a_saved_finding_round_trips() {
     let result = check_case(&case, &RunConfig::default());
     case.expected = result.oracle.clone();
     let meta = FindingMeta {
-        format: corpus::META_FORMAT,
+        format: META_FORMAT,
         signature: "mismatch: channels all, pixels all, batch all".into(),
         signature_detail: serde_json::json!({"kind": "mismatch", "detail": "channels all, pixels all, batch all"}),
         outcome: "mismatch".into(),
@@ -222,6 +225,11 @@ fn a_saved_finding_round_trips() {
             cut_short: false,
         }),
         suspects: Vec::new(),
+        target: Some("cases".into()),
+        frames: Vec::new(),
+        message: None,
+        sanitizer: None,
+        details: serde_json::Value::Null,
     };
     let dest = tmp.path().join("findings").join("001-x");
     save_finding(

@@ -234,11 +234,11 @@ fn report_of_an_injected_mismatch() {
         .find(|(_, r)| r.outcome.is_finding())
         .unwrap();
     let sig = result.outcome.signature().unwrap();
-    let small = pimdiff::engine::shrink::minimize(
+    let small = pimdiff::targets::tensor::shrink::minimize(
         &case,
         &cfg,
         &sig,
-        &pimdiff::engine::shrink::MinimizeConfig::default(),
+        &pimdiff::engine::MinimizeConfig::default(),
     );
     let result = check_case(&small.case, &cfg);
     insta::assert_snapshot!(render_report(&small.case, &result, &cfg));
@@ -364,8 +364,9 @@ fn outcome_kinds_and_findings() {
 #[test]
 fn report_of_an_injected_fault() {
     use pimdiff::compilers::injected::BugClass;
-    use pimdiff::engine::shrink::{minimize, MinimizeConfig};
+    use pimdiff::engine::MinimizeConfig;
     use pimdiff::targets::tensor::detection::first_detection;
+    use pimdiff::targets::tensor::shrink::minimize;
     let found = first_detection(BugClass::WrongSendSize, &GenConfig::default(), 0, 2_000).unwrap();
     let cfg = RunConfig::with_compiler(CompilerUnderTest::Mutated(
         BugClass::WrongSendSize,

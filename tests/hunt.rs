@@ -3,33 +3,48 @@
 use std::fs;
 use std::path::Path;
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::Duration;
 
 use pimdiff::check::RunConfig;
 use pimdiff::compilers::injected::BugClass;
 use pimdiff::compilers::CompilerUnderTest;
-use pimdiff::engine::shrink::MinimizeConfig;
-use pimdiff::engine::{run_hunt, HuntConfig, HuntControl, HuntError, HuntSummary, Limit, Shard};
+use pimdiff::engine::MinimizeConfig;
+use pimdiff::engine::{HuntConfig, HuntControl, HuntError, HuntSummary, Limit, Shard};
 use pimdiff::finding::Kind;
 use pimdiff::targets::tensor::generate::GenConfig;
+use pimdiff::targets::tensor::TensorTarget;
 
-fn config(out: &Path, cases: u64, jobs: usize, shard: Shard) -> HuntConfig {
-    HuntConfig {
-        seed: 11,
-        limit: Limit::Cases(cases),
-        jobs,
-        shard,
-        generator: GenConfig::default(),
+/// A hunt of the tensor target: the engine's configuration and what the target runs.
+struct Hunt {
+    cfg: HuntConfig,
+    run: RunConfig,
+}
+
+/// The engine's hunt of the tensor target `h` describes.
+fn run_hunt(h: &Hunt, control: &HuntControl) -> Result<HuntSummary, HuntError> {
+    let target = TensorTarget::new(&GenConfig::default(), h.run.clone());
+    pimdiff::engine::run_hunt(&h.cfg, Arc::new(target), control)
+}
+
+fn config(out: &Path, cases: u64, jobs: usize, shard: Shard) -> Hunt {
+    Hunt {
+        cfg: HuntConfig {
+            seed: 11,
+            limit: Limit::Cases(cases),
+            jobs,
+            shard,
+            minimize: MinimizeConfig {
+                time_budget: Duration::from_secs(30),
+                ..MinimizeConfig::default()
+            },
+            max_unsupported: None,
+            out: out.to_path_buf(),
+        },
         run: RunConfig::with_compiler(CompilerUnderTest::Mutated(
             BugClass::MissingBias,
             pimdiff_compiler::Lowering::Channel,
         )),
-        minimize: MinimizeConfig {
-            time_budget: Duration::from_secs(30),
-            ..MinimizeConfig::default()
-        },
-        max_unsupported: None,
-        out: out.to_path_buf(),
     }
 }
 

@@ -10,10 +10,11 @@ use pimdiff::check::{check_case, Outcome, RunConfig};
 use pimdiff::compilers::injected::BugClass;
 use pimdiff::compilers::CompilerUnderTest;
 use pimdiff::corpus::{check_entry, load_entry};
-use pimdiff::engine::shrink::MinimizeConfig;
+use pimdiff::engine::MinimizeConfig;
 use pimdiff::engine::{run_hunt, HuntConfig, HuntControl, Limit, Shard};
 use pimdiff::finding::Kind;
 use pimdiff::targets::tensor::generate::{case_from_seed, GenConfig};
+use pimdiff::targets::tensor::TensorTarget;
 use pimdiff_compiler::{CompileOptions, Lowering};
 
 fn both(compiler: CompilerUnderTest, inject_into: Option<Lowering>) -> RunConfig {
@@ -26,8 +27,6 @@ fn hunt(out: &Path, run: RunConfig, cases: u64) -> pimdiff::engine::HuntSummary 
         limit: Limit::Cases(cases),
         jobs: 2,
         shard: Shard::ALL,
-        generator: GenConfig::default(),
-        run,
         minimize: MinimizeConfig {
             time_budget: Duration::from_secs(20),
             ..MinimizeConfig::default()
@@ -35,7 +34,8 @@ fn hunt(out: &Path, run: RunConfig, cases: u64) -> pimdiff::engine::HuntSummary 
         max_unsupported: None,
         out: out.to_path_buf(),
     };
-    run_hunt(&cfg, &HuntControl::default()).unwrap()
+    let target = TensorTarget::new(&GenConfig::default(), run);
+    run_hunt(&cfg, std::sync::Arc::new(target), &HuntControl::default()).unwrap()
 }
 
 #[test]
@@ -196,7 +196,7 @@ fn a_hunt_attributes_and_records_a_pixel_only_bug_and_repro_replays_it() {
     let entry = load_entry(&dir).unwrap();
     assert_eq!(entry.lowering, Some(LoweringChoice::Both));
     let meta = entry.meta.finding.clone().unwrap();
-    assert_eq!(meta.lowering, Some(LoweringChoice::Both));
+    assert_eq!(meta.lowering.as_deref(), Some("both"));
     // Replayed with the recorded lowering (the base being the single channel-wise compiler
     // with the bug): the bug is back in the pixel lowering only when asked, so replay with
     // the hunt's own configuration.

@@ -11,11 +11,11 @@ use pimdiff::engine::{
     case_seed, parse_duration, sweep, Checker, DurationError, Limit, Observation, Shard,
     ShardError, Sweep, SweepConfig, SweepEnd,
 };
-use pimdiff::finding::Kind;
+use pimdiff::finding::{Kind, Signature};
 
 /// A fake checker: every 7th index is a finding whose signature is `k % 3`; every 11th is
 /// unsupported (reason by `k % 2`); indices for which `hangs` holds never finish.
-fn fake(hangs: fn(u64) -> bool) -> Checker<u64> {
+fn fake(hangs: fn(u64) -> bool) -> Checker {
     Arc::new(move |k, clock: &StageClock| {
         clock.enter(Stage::Run);
         if hangs(k) {
@@ -24,14 +24,10 @@ fn fake(hangs: fn(u64) -> bool) -> Checker<u64> {
             }
         }
         let obs = match (k % 7, k % 11) {
-            (3, _) => Observation {
-                kind: Kind::Mismatch,
-                signature: Some(k % 3),
-                decline_reason: None,
-            },
+            (3, _) => Observation::finding(sig(k % 3)),
             (_, 0) => Observation {
                 kind: Kind::Unsupported,
-                signature: None,
+                signatures: Vec::new(),
                 decline_reason: Some(format!("reason {}", k % 2)),
             },
             _ => Observation::of_kind(Kind::Pass),
@@ -39,6 +35,11 @@ fn fake(hangs: fn(u64) -> bool) -> Checker<u64> {
         clock.finish();
         obs
     })
+}
+
+/// The signature the fake checker gives finding number `n`.
+fn sig(n: u64) -> Signature {
+    Signature::new(Kind::Mismatch, n.to_string())
 }
 
 fn never(_: u64) -> bool {
@@ -58,12 +59,7 @@ fn config(limit: Limit, shard: Shard, jobs: usize) -> SweepConfig {
 }
 
 /// Sweeps with the fake checker; a stage running longer than `limit` is stuck.
-fn run(
-    cfg: &SweepConfig,
-    stop: &AtomicBool,
-    hangs: fn(u64) -> bool,
-    limit: Duration,
-) -> Sweep<u64> {
+fn run(cfg: &SweepConfig, stop: &AtomicBool, hangs: fn(u64) -> bool, limit: Duration) -> Sweep {
     sweep(
         cfg,
         stop,
@@ -73,17 +69,13 @@ fn run(
                 .filter(|&(_, e)| e > limit)
                 .map(|(s, _)| (s, limit))
         },
-        |_, _| Observation {
-            kind: Kind::Timeout,
-            signature: Some(99),
-            decline_reason: None,
-        },
+        |_, _| Observation::finding(Signature::new(Kind::Timeout, "run")),
         |_| {},
     )
 }
 
 /// The parts of a sweep that must not depend on timing.
-fn stable(s: &Sweep<u64>) -> impl PartialEq + std::fmt::Debug {
+fn stable(s: &Sweep) -> impl PartialEq + std::fmt::Debug {
     (
         s.cases_run,
         s.counts.clone(),
@@ -160,8 +152,12 @@ fn a_sweep_does_not_depend_on_thread_count() {
     }
     assert_eq!(one.cases_run, 1000);
     // k ≡ 3 (mod 7): 3 (sig 0), 10 (sig 1), 17 (sig 2).
-    let firsts: Vec<(u64, u64)> = one.firsts.iter().map(|f| (f.index, f.signature)).collect();
-    assert_eq!(firsts, vec![(3, 0), (10, 1), (17, 2)]);
+    let firsts: Vec<(u64, Signature)> = one
+        .firsts
+        .iter()
+        .map(|f| (f.index, f.signature.clone()))
+        .collect();
+    assert_eq!(firsts, vec![(3, sig(0)), (10, sig(1)), (17, sig(2))]);
     assert_eq!(one.counts[&Kind::Mismatch], 143);
     // k ≡ 0 (mod 11) and not ≡ 3 (mod 7): 91 − 13 cases, split by parity.
     assert_eq!(
@@ -221,7 +217,11 @@ fn hung_cases_are_timeouts_and_the_sweep_goes_on_without_their_threads() {
     assert_eq!(one.cases_run, 100);
     assert_eq!(one.counts[&Kind::Timeout], 2);
     assert_eq!(one.abandoned, 2);
-    let timeout = one.firsts.iter().find(|f| f.signature == 99).unwrap();
+    let timeout = one
+        .firsts
+        .iter()
+        .find(|f| f.signature.kind == Kind::Timeout)
+        .unwrap();
     assert_eq!((timeout.index, timeout.occurrences), (5, 2));
 }
 

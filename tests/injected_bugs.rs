@@ -7,9 +7,10 @@ use std::time::Duration;
 use pimdiff::check::{check_case, RunConfig};
 use pimdiff::compilers::injected::BugClass;
 use pimdiff::compilers::CompilerUnderTest;
-use pimdiff::engine::shrink::{case_size, minimize, MinimizeConfig};
+use pimdiff::engine::MinimizeConfig;
 use pimdiff::targets::tensor::detection::first_detection;
 use pimdiff::targets::tensor::generate::GenConfig;
+use pimdiff::targets::tensor::shrink::{case_size, minimize};
 
 /// Cases a short hunt may take per class. The median is far lower (see
 /// `cargo bench --bench harness -- bugs`); this bounds the slowest class on seed 0.

@@ -5,10 +5,11 @@ use std::time::Duration;
 use pimdiff::check::{check_case, RunConfig};
 use pimdiff::compilers::injected::BugClass;
 use pimdiff::compilers::CompilerUnderTest;
-use pimdiff::engine::shrink::{case_size, minimize, MinimizeConfig};
+use pimdiff::engine::MinimizeConfig;
 use pimdiff::finding::Kind;
 use pimdiff::targets::tensor::detection::first_detection;
 use pimdiff::targets::tensor::generate::{describe_case, GenConfig};
+use pimdiff::targets::tensor::shrink::{case_size, minimize};
 
 fn detection(bug: BugClass) -> (pimdiff::targets::tensor::detection::Detection, RunConfig) {
     let found = first_detection(bug, &GenConfig::default(), 0, 2_000).expect("detected");

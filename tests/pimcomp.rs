@@ -440,7 +440,7 @@ fn x1_compiles() -> [PathBuf; 4] {
     ]
 }
 const X1_SEED: &str = "7503060426966103481";
-const X1_SIGNATURE: &str = "cross-mode/both/OP_CONV/batch-exact/element-exact/references-differ";
+const X1_SIGNATURE: &str = "cross-mode: both/OP_CONV/batch-exact/element-exact/references-differ";
 
 #[test]
 fn cross_finds_x1_in_either_order_and_writes_both_reports() {

@@ -6,16 +6,19 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use pimdiff::engine::{HuntControl, Limit, Shard};
-use pimdiff::finding::Kind;
+use std::sync::Arc;
+
+use pimdiff::engine::{
+    run_hunt, HuntConfig, HuntControl, HuntSummary, Limit, MinimizeConfig, Shard,
+};
+use pimdiff::finding::{FindingMeta, Kind, Signature};
 use pimdiff::targets::pimcomp_nn::case::CaseContext;
 use pimdiff::targets::pimcomp_nn::compile::{CompilerSetup, Pipeline};
-use pimdiff::targets::pimcomp_nn::files::PimcompHuntSummary;
 use pimdiff::targets::pimcomp_nn::network::{
     check_model_json, network_from_seed, NetConfig, NetOp, Network,
 };
 use pimdiff::targets::pimcomp_nn::reductions::minimize;
-use pimdiff::targets::pimcomp_nn::{run_pimcomp_hunt, PimcompHuntConfig};
+use pimdiff::targets::pimcomp_nn::PimcompTarget;
 use proptest::prelude::*;
 
 fn fake_bin() -> PathBuf {
@@ -118,28 +121,37 @@ fn minimization_keeps_the_signature() {
     assert_eq!(small.size().1, 1, "channels shrink to 1: {small}");
 }
 
-fn fake_config(out: &Path, cases: u64, jobs: usize) -> PimcompHuntConfig {
-    PimcompHuntConfig {
+fn fake_config(out: &Path, cases: u64, jobs: usize) -> (HuntConfig, PimcompTarget) {
+    let cfg = HuntConfig {
+        seed: 3,
         limit: Limit::Cases(cases),
         jobs,
         shard: Shard::ALL,
+        // The run cap, not the clock, ends minimization here, so that a loaded machine
+        // cannot cut one hunt's minimization shorter than the other's.
+        minimize: MinimizeConfig {
+            time_budget: Duration::from_secs(3600),
+            max_steps: 400,
+        },
+        max_unsupported: None,
+        out: out.to_path_buf(),
+    };
+    let target = PimcompTarget {
         cases: CaseContext {
-            seed: 3,
             net: NetConfig::default(),
             setup: CompilerSetup::locate(Some(&fake_bin()), Duration::from_secs(20), 1 << 32)
                 .unwrap(),
             pipelines: vec![Pipeline::Element],
         },
-        mode: "element".into(),
-        // The run cap, not the clock, ends minimization here, so that a loaded machine
-        // cannot cut one hunt's minimization shorter than the other's.
-        minimize_time: Duration::from_secs(3600),
-        minimize_runs: 400,
-        out: out.to_path_buf(),
-    }
+    };
+    (cfg, target)
 }
 
-fn stable(s: &PimcompHuntSummary) -> serde_json::Value {
+fn hunt((cfg, target): (HuntConfig, PimcompTarget)) -> HuntSummary {
+    run_hunt(&cfg, Arc::new(target), &HuntControl::default()).unwrap()
+}
+
+fn stable(s: &HuntSummary) -> serde_json::Value {
     let mut v = serde_json::to_value(s).unwrap();
     for k in ["cases_per_second", "sweep_time_s", "wall_time_s", "jobs"] {
         v[k] = serde_json::Value::Null;
@@ -147,40 +159,50 @@ fn stable(s: &PimcompHuntSummary) -> serde_json::Value {
     v
 }
 
+/// A finding's `finding.json`.
+fn meta(dir: &Path) -> FindingMeta {
+    serde_json::from_str(&std::fs::read_to_string(dir.join("finding.json")).unwrap()).unwrap()
+}
+
 #[test]
 fn fake_compiler_crash_and_miscompilation_are_each_reported_once_minimized() {
     let tmp = tempfile::tempdir().unwrap();
-    let s = run_pimcomp_hunt(&fake_config(tmp.path(), 30, 2), &HuntControl::default()).unwrap();
+    let s = hunt(fake_config(tmp.path(), 30, 2));
     let sigs: Vec<&str> = s.findings.iter().map(|f| f.signature.as_str()).collect();
     assert_eq!(
-        sigs.iter().filter(|s| s.starts_with("crash/")).count(),
+        sigs.iter().filter(|s| s.starts_with("crash: ")).count(),
         1,
         "{sigs:?}"
     );
     assert!(
-        sigs.contains(&"crash/element/SIGSEGV/no-frames"),
+        sigs.contains(&"crash: element/SIGSEGV/no-frames"),
         "{sigs:?}"
     );
-    let mismatches: Vec<&&str> = sigs.iter().filter(|s| s.starts_with("mismatch/")).collect();
+    let mismatches: Vec<&&str> = sigs
+        .iter()
+        .filter(|s| s.starts_with("mismatch: "))
+        .collect();
     assert_eq!(mismatches.len(), 1, "{sigs:?}");
     assert_eq!(s.findings.len(), 2, "{sigs:?}");
     assert_eq!(s.cases_run, 30);
     for f in &s.findings {
-        assert!(f.reproduced, "{}", f.signature);
         let dir = tmp.path().join(&f.dir);
+        let details = meta(&dir).details;
+        assert_eq!(details["reproduced"], true, "{}", f.signature);
+        assert_eq!(meta(&dir).target.as_deref(), Some("pimcomp-nn"));
         let model = std::fs::read_to_string(dir.join("model.json")).unwrap();
         assert_eq!(check_model_json(&model), Ok(()));
         let net: Network =
             serde_json::from_str(&std::fs::read_to_string(dir.join("network.json")).unwrap())
                 .unwrap();
-        let marker = if f.outcome == "crash" {
+        let marker = if f.outcome == Kind::Crash {
             "OP_ELTWISE"
         } else {
             "OP_POOL"
         };
         assert!(model.contains(marker), "{}", f.signature);
         // The smallest networks with the marker: input → pool (2), input → conv → add (3).
-        let want = if f.outcome == "crash" { 3 } else { 2 };
+        let want = if f.outcome == Kind::Crash { 3 } else { 2 };
         assert_eq!(net.nodes.len(), want, "{}:\n{net}", f.signature);
         for file in [
             "report.md",
@@ -192,10 +214,17 @@ fn fake_compiler_crash_and_miscompilation_are_each_reported_once_minimized() {
             assert!(dir.join(file).is_file(), "{file}");
         }
         // One pipeline: its compile directly under compiler/.
-        assert_eq!(f.pipelines, [f.pipeline]);
+        assert_eq!(
+            details["pipelines"],
+            serde_json::json!([details["pipeline"]])
+        );
         assert!(!dir.join("compiler/element").exists());
     }
-    let mismatch = s.findings.iter().find(|f| f.outcome == "mismatch").unwrap();
+    let mismatch = s
+        .findings
+        .iter()
+        .find(|f| f.outcome == Kind::Mismatch)
+        .unwrap();
     let check = tmp.path().join(&mismatch.dir).join("check");
     assert!(check.join("report.md").is_file());
     // The check names the program's saved copy, not the removed compile tree.
@@ -213,7 +242,7 @@ fn fake_compiler_crash_and_miscompilation_are_each_reported_once_minimized() {
 
     // Same seed, one job: the same summary apart from timing.
     let tmp1 = tempfile::tempdir().unwrap();
-    let s1 = run_pimcomp_hunt(&fake_config(tmp1.path(), 30, 1), &HuntControl::default()).unwrap();
+    let s1 = hunt(fake_config(tmp1.path(), 30, 1));
     assert_eq!(stable(&s1)["findings"], stable(&s)["findings"]);
     assert_eq!(stable(&s1)["outcomes"], stable(&s)["outcomes"]);
 }
@@ -240,13 +269,12 @@ fn real_pimcomp_hunt_runs_when_built() {
         return;
     };
     let tmp = tempfile::tempdir().unwrap();
-    let mut cfg = fake_config(tmp.path(), 3, 2);
-    cfg.cases.setup =
+    let (mut cfg, mut target) = fake_config(tmp.path(), 3, 2);
+    target.cases.setup =
         CompilerSetup::locate(Some(Path::new(&bin)), Duration::from_secs(60), 8 << 30).unwrap();
-    cfg.cases.pipelines = vec![Pipeline::Batch, Pipeline::Element];
-    cfg.mode = "both".into();
-    cfg.minimize_time = Duration::from_secs(5);
-    let s = run_pimcomp_hunt(&cfg, &HuntControl::default()).unwrap();
+    target.cases.pipelines = vec![Pipeline::Batch, Pipeline::Element];
+    cfg.minimize.time_budget = Duration::from_secs(5);
+    let s = hunt((cfg, target));
     assert_eq!(s.cases_run, 3);
     assert_eq!(s.outcomes.values().sum::<u64>(), 3);
 }
@@ -257,17 +285,23 @@ fn real_pimcomp_hunt_runs_when_built() {
 /// minimization path.
 #[derive(serde::Deserialize)]
 struct RecordedFinding {
-    signature: String,
+    #[serde(deserialize_with = "signature")]
+    signature: Signature,
     case_seed: u64,
     original: Network,
     minimized: Network,
+}
+
+/// A signature written as its display form.
+fn signature<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Signature, D::Error> {
+    let text = <String as serde::Deserialize>::deserialize(d)?;
+    text.parse().map_err(serde::de::Error::custom)
 }
 
 fn replay_context() -> CaseContext {
     let bin =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/pimcomp-replay/PIMCOMP-NN");
     CaseContext {
-        seed: 0,
         net: NetConfig::default(),
         setup: CompilerSetup::locate(Some(&bin), Duration::from_secs(20), 1 << 32).unwrap(),
         pipelines: vec![Pipeline::Batch, Pipeline::Element],
@@ -368,7 +402,7 @@ fn recorded_x1_is_a_cross_mode_finding() {
     assert_eq!(kinds, [Kind::Pass, Kind::Pass]);
     let cross = cross.expect("a cross-mode finding");
     assert_eq!(cross.kind, Kind::CrossMode);
-    assert_eq!(cross.signature.as_deref(), Some(f.signature.as_str()));
+    assert_eq!(cross.signature.as_ref(), Some(&f.signature));
     assert_eq!(
         cross.detail,
         "node 1 (conv2, OP_CONV): 2 of 6 elements both pipelines observed differ (batch exact, \
@@ -391,10 +425,8 @@ fn recorded_e3_is_a_channels_permuted_finding() {
     let (o, _) = ctx.run_one(&f.minimized, f.case_seed, Pipeline::Element, false);
     assert_eq!(o.kind, Kind::Mismatch);
     assert!(o.has(&f.signature), "{o:?}");
-    assert!(
-        o.has("core-count/element/max-index>=core_cnt/used=core_cnt"),
-        "{o:?}"
-    );
+    let core_count = "core-count: element/max-index>=core_cnt/used=core_cnt";
+    assert!(o.has(&core_count.parse().unwrap()), "{o:?}");
     assert!(
         o.detail.ends_with(
             "numerics check says mismatch: node 4 (concat11, OP_CONCAT): 2 of 6 elements differ"
@@ -410,8 +442,9 @@ fn recorded_e3_is_a_channels_permuted_finding() {
 /// recompiles both and prints the finding's signature, exit 1.
 #[test]
 fn cross_mode_finding_saves_both_compiles_and_its_repro_reproduces_it() {
+    use pimdiff::finding::{final_name, write_finding};
     use pimdiff::targets::pimcomp_nn::case::finding_pipeline;
-    use pimdiff::targets::pimcomp_nn::files::{save_final, FindingRecord};
+    use pimdiff::targets::pimcomp_nn::files::{write_files, FindingRecord};
     use pimdiff::targets::pimcomp_nn::reductions::Shrunk;
 
     let f = recorded("x1-cross-mode");
@@ -438,16 +471,16 @@ fn cross_mode_finding_saves_both_compiles_and_its_repro_reproduces_it() {
         runs,
     };
     let tmp = tempfile::tempdir().unwrap();
-    let saved = save_final(&ctx, &tmp.path().join("findings"), 1, 0, 1, &record).unwrap();
-    assert!(
-        saved
-            .dir
-            .starts_with("findings/001-cross-mode-both-op-conv-"),
-        "{}",
-        saved.dir
-    );
-    assert!(saved.reproduced);
-    let dir = tmp.path().join(&saved.dir);
+    let name = final_name(1, &f.signature);
+    assert!(name.starts_with("001-cross-mode-both-op-conv-"), "{name}");
+    let dir = tmp.path().join("findings").join(&name);
+    let meta = write_finding(
+        &dir,
+        FindingMeta::new(&f.signature, "fake".into()),
+        |d, m| write_files(&ctx, d, &record, m),
+    )
+    .unwrap();
+    assert_eq!(meta.details["reproduced"], true);
 
     for p in ["batch", "element"] {
         for file in [
@@ -467,18 +500,16 @@ fn cross_mode_finding_saves_both_compiles_and_its_repro_reproduces_it() {
     let cross: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("check/cross.json")).unwrap())
             .unwrap();
-    assert_eq!(cross["signature"], f.signature.as_str());
+    assert_eq!(cross["signature"], f.signature.to_string());
     assert_eq!(cross["finding"], true);
     assert_eq!(cross["nodes_compared"], 1);
     // The reports name the saved copies, relative to the finding's directory.
     assert_eq!(cross["batch"], "compiler/batch/SimulationInfo.gz");
     assert_eq!(cross["element"], "compiler/element/SimulationInfo.gz");
 
-    let outcome: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("outcome.json")).unwrap()).unwrap();
-    assert_eq!(outcome["pipeline"], "element");
+    assert_eq!(meta.details["pipeline"], "element");
     assert_eq!(
-        outcome["pipelines"],
+        meta.details["pipelines"],
         serde_json::json!(["batch", "element"])
     );
 

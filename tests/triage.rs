@@ -36,7 +36,7 @@ fn hunt_class(bug: BugClass) -> Vec<(String, bool)> {
         &GenConfig::default(),
         SEED,
         CASES,
-        Budget::TRIAGE_RUNS,
+        pimdiff::triage::TRIAGE_RUNS,
     );
     assert!(r.failing > 0, "{bug}: no failing case in {CASES}");
     assert!(
@@ -200,7 +200,7 @@ fn a_compiler_with_two_bugs_yields_both() {
         &GenConfig::default(),
         SEED,
         CASES,
-        Budget::TRIAGE_RUNS,
+        pimdiff::triage::TRIAGE_RUNS,
     );
     let sigs: Vec<String> = r
         .findings
@@ -221,7 +221,7 @@ fn a_correct_compiler_yields_nothing() {
         &GenConfig::default(),
         SEED,
         CASES,
-        Budget::TRIAGE_RUNS,
+        pimdiff::triage::TRIAGE_RUNS,
     );
     assert_eq!((r.failing, r.findings.len()), (0, 0));
 }
@@ -267,7 +267,7 @@ fn suspects_of_a_minimized_store_off_by_one() {
     let t = triage(
         &found.case,
         &cfg,
-        &Budget::new(Budget::TRIAGE_RUNS, Duration::from_secs(600)),
+        &Budget::new(pimdiff::triage::TRIAGE_RUNS, Duration::from_secs(600)),
         &AtomicBool::new(false),
     );
     assert_eq!(t.signature.to_string(), "mismatch: st offset");
@@ -302,7 +302,7 @@ fn a_cancelled_triage_stops_at_once_and_says_so() {
     let t = triage(
         &found.case,
         &cfg,
-        &Budget::new(Budget::TRIAGE_RUNS, Duration::from_secs(600)),
+        &Budget::new(pimdiff::triage::TRIAGE_RUNS, Duration::from_secs(600)),
         &AtomicBool::new(true),
     );
     assert!(t.cut_short);

@@ -93,7 +93,7 @@ pub fn read_case(dir: &Path) -> Result<Case, CaseError> {
 /// are created. On any error the temporary directory is removed and `dir` is untouched.
 pub fn write_case(case: &Case, dir: &Path) -> Result<(), CaseError> {
     let tmp = AtomicDir::create(dir).map_err(atomic_err)?;
-    fill_case_dir(case, tmp.path())?;
+    write_case_files(case, tmp.path())?;
     tmp.commit().map_err(atomic_err)?;
     Ok(())
 }
@@ -106,7 +106,7 @@ pub fn write_case(case: &Case, dir: &Path) -> Result<(), CaseError> {
 /// own (a saved finding's report, say) go with the old directory.
 pub fn replace_case(case: &Case, dir: &Path) -> Result<(), CaseError> {
     let tmp = AtomicDir::create_anyway(dir).map_err(atomic_err)?;
-    fill_case_dir(case, tmp.path())?;
+    write_case_files(case, tmp.path())?;
     tmp.commit_replacing().map_err(atomic_err)?;
     Ok(())
 }
@@ -176,8 +176,10 @@ fn read_bounded(path: &Path) -> Result<String, CaseError> {
     })
 }
 
-/// Writes every file of `case` into the directory `dir` (under construction; the commit syncs).
-fn fill_case_dir(case: &Case, dir: &Path) -> Result<(), CaseError> {
+/// Writes every file of `case` into `dir`, a directory under construction that its caller
+/// commits atomically (a finding's directory holds a case and more): plain writes, synced by
+/// the commit.
+pub fn write_case_files(case: &Case, dir: &Path) -> Result<(), CaseError> {
     case.check_shapes()?;
     let new = |name: &str, bytes: &[u8]| {
         pimdiff_atomic::write_new(&dir.join(name), bytes).map_err(atomic_err)

@@ -24,7 +24,7 @@ pub mod outcome;
 pub mod refute;
 mod run_config;
 
-use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::cell::Cell;
 
 use ndarray::ArrayD;
 use pimdiff_isa::bundle::Bundle;
@@ -36,7 +36,6 @@ use self::compare::compare;
 use self::concurrency::Checks;
 pub use self::outcome::{Mismatch, Outcome, Signature};
 pub use self::run_config::{stage_limit, RunConfig};
-use crate::compilers::in_repo::panic_text;
 use crate::compilers::{CompileFailure, CompilerUnderTest};
 pub use crate::engine::watchdog::{Stage, StageClock};
 
@@ -73,14 +72,31 @@ pub fn check_case(case: &Case, cfg: &RunConfig) -> CaseResult {
     check_case_staged(case, cfg, None)
 }
 
-/// [`check_case`], recording each stage on `clock` for a watchdog on another thread.
+/// [`check_case`], recording each stage on `clock` for a watchdog on another thread. A panic
+/// of in-process code that nothing nearer caught (the reference, the harness) is a `crash`
+/// of the stage it happened in.
 pub fn check_case_staged(case: &Case, cfg: &RunConfig, clock: Option<&StageClock>) -> CaseResult {
-    let enter = |stage| {
+    let stage = Cell::new(Stage::Oracle);
+    let enter = |s| {
+        stage.set(s);
         if let Some(c) = clock {
-            c.enter(stage);
+            c.enter(s);
         }
     };
-    let result = check_stages(case, cfg, &enter);
+    let result = match crate::engine::panic::catch(|| check_stages(case, cfg, &enter)) {
+        Ok(r) => r,
+        Err(p) => CaseResult {
+            outcome: Outcome::Crash {
+                stage: stage.get().name().to_string(),
+                message: p.message,
+                location: p.location,
+            },
+            bundle: None,
+            oracle: None,
+            machine_output: None,
+            attribution: None,
+        },
+    };
     if let Some(c) = clock {
         c.finish();
     }
@@ -144,14 +160,9 @@ fn check_version(
     enter(Stage::Run);
     // An interpreter panic is a bug of pimdiff itself: a finding of its own kind.
     let (outcome, machine_output) =
-        match catch_unwind(AssertUnwindSafe(|| run_bundle(case, &bundle, &oracle, cfg))) {
+        match crate::engine::panic::catch(|| run_bundle(case, &bundle, &oracle, cfg)) {
             Ok(r) => r,
-            Err(panic) => (
-                Outcome::InterpreterPanic {
-                    message: panic_text(&panic),
-                },
-                None,
-            ),
+            Err(p) => (Outcome::InterpreterPanic { message: p.message }, None),
         };
     CaseResult {
         outcome,
@@ -162,72 +173,26 @@ fn check_version(
     }
 }
 
-/// [`check_case`] under the watchdog ([`watchdog`]): the check runs on a thread of its own; when a
-/// stage overruns its limit the thread is abandoned (and deprioritized) and the outcome is a
-/// `timeout`. For one-off checks (repro, replay, minimization candidates); a hunt watches its
-/// own worker threads instead of starting one per case.
+/// [`check_case`] under the watchdog (`crate::engine::watchdog::run_watched`): the check
+/// runs on a thread of its own; when a stage overruns its limit the thread is abandoned (and
+/// deprioritized) and the outcome is a `timeout`. For one-off checks (repro, replay,
+/// minimization candidates); a hunt watches its own worker threads instead of starting one
+/// per case.
 pub fn check_case_within(case: &Case, cfg: &RunConfig) -> CaseResult {
-    let clock = std::sync::Arc::new(StageClock::new());
-    let (tx, rx) = std::sync::mpsc::channel();
-    let (case_owned, cfg_owned, clock_run) = (case.clone(), cfg.clone(), clock.clone());
-    let spawned = std::thread::Builder::new()
-        .name("pimdiff-check".into())
-        .spawn(move || {
-            let _ = tx.send(check_case_staged(&case_owned, &cfg_owned, Some(&clock_run)));
-        });
-    if spawned.is_err() {
-        // No thread to spare: check on this one, without a watchdog.
-        return check_case(case, cfg);
-    }
-    loop {
-        match wait_for(&rx, std::time::Duration::from_millis(20)) {
-            Ok(result) => return result,
-            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
-                // The check thread died without a result (it cannot panic: check_case catches
-                // every panic of the code it runs); check again here.
-                return check_case(case, cfg);
-            }
-            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
-                if let Some((stage, limit)) = clock.overdue(|s| stage_limit(cfg, s)) {
-                    clock.deprioritize_thread();
-                    return CaseResult {
-                        outcome: outcome::timeout_outcome(stage, limit),
-                        bundle: None,
-                        oracle: None,
-                        machine_output: None,
-                        attribution: None,
-                    };
-                }
-            }
-        }
-    }
-}
-
-/// Waits up to `timeout` for the check thread's result. On a rayon worker (replay runs checks
-/// on the pool) the wait keeps running the pool's other jobs, since the check itself may hand
-/// work to the same pool (the oracle's large convolutions) and a blocked worker would starve it.
-fn wait_for(
-    rx: &std::sync::mpsc::Receiver<CaseResult>,
-    timeout: std::time::Duration,
-) -> Result<CaseResult, std::sync::mpsc::RecvTimeoutError> {
-    if rayon::current_thread_index().is_none() {
-        return rx.recv_timeout(timeout);
-    }
-    let deadline = std::time::Instant::now() + timeout;
-    loop {
-        match rx.try_recv() {
-            Ok(r) => return Ok(r),
-            Err(std::sync::mpsc::TryRecvError::Disconnected) => {
-                return Err(std::sync::mpsc::RecvTimeoutError::Disconnected)
-            }
-            Err(std::sync::mpsc::TryRecvError::Empty) => {}
-        }
-        if std::time::Instant::now() >= deadline {
-            return Err(std::sync::mpsc::RecvTimeoutError::Timeout);
-        }
-        if rayon::yield_now() != Some(rayon::Yield::Executed) {
-            std::thread::sleep(std::time::Duration::from_millis(1));
-        }
+    let (case_owned, cfg_owned) = (case.clone(), cfg.clone());
+    let watched = crate::engine::watchdog::run_watched(
+        move |clock| check_case_staged(&case_owned, &cfg_owned, Some(clock)),
+        |s| stage_limit(cfg, s),
+    );
+    match watched {
+        Ok(result) => result,
+        Err((stage, limit)) => CaseResult {
+            outcome: outcome::timeout_outcome(stage, limit),
+            bundle: None,
+            oracle: None,
+            machine_output: None,
+            attribution: None,
+        },
     }
 }
 
@@ -244,6 +209,11 @@ fn failure_outcome(case: &Case, compiler: &CompilerUnderTest, failure: CompileFa
         }
         CompileFailure::Failed { message } => Outcome::CompileError { message },
         CompileFailure::TimedOut { limit } => outcome::timeout_outcome(Stage::Compile, limit),
+        CompileFailure::Panicked { message, location } => Outcome::Crash {
+            stage: Stage::Compile.name().to_string(),
+            message,
+            location,
+        },
         CompileFailure::Poisoned { reason } => Outcome::Poisoned { reason },
     }
 }

@@ -61,6 +61,14 @@ pub enum Outcome {
     Timeout { stage: String, limit: Duration },
     /// The interpreter panicked: a bug in pimdiff itself, reported as a finding of its own.
     InterpreterPanic { message: String },
+    /// In-process code of the check panicked in `stage`: the in-repo compiler (`compile`), the
+    /// reference (`oracle`), the harness around the run. A crash of that code, with its
+    /// message and the `file:line` where it happened.
+    Crash {
+        stage: String,
+        message: String,
+        location: Option<String>,
+    },
     /// The compiler declined the case with a claim (needed vs. available) that the harness
     /// refutes; `problem` says how.
     BogusUnsupported { reason: String, problem: String },
@@ -198,6 +206,7 @@ impl Outcome {
             Outcome::Poisoned { .. } => Kind::Poisoned,
             Outcome::Timeout { .. } => Kind::Timeout,
             Outcome::InterpreterPanic { .. } => Kind::InterpreterPanic,
+            Outcome::Crash { .. } => Kind::Crash,
             Outcome::BogusUnsupported { .. } => Kind::BogusUnsupported,
             Outcome::Race { .. } => Kind::Race,
             Outcome::UninitializedRead { .. } => Kind::UninitializedRead,
@@ -217,6 +226,7 @@ impl Outcome {
                 | Outcome::CompileError { .. }
                 | Outcome::Timeout { .. }
                 | Outcome::InterpreterPanic { .. }
+                | Outcome::Crash { .. }
                 | Outcome::BogusUnsupported { .. }
                 | Outcome::Race { .. }
                 | Outcome::UninitializedRead { .. }
@@ -233,6 +243,14 @@ impl Outcome {
             Outcome::CompileError { message } => abstract_message(message),
             Outcome::Timeout { stage, .. } => stage.clone(),
             Outcome::InterpreterPanic { message } => abstract_message(message),
+            Outcome::Crash {
+                stage,
+                message,
+                location,
+            } => match location {
+                Some(at) => format!("{stage}: {} at {at}", abstract_message(message)),
+                None => format!("{stage}: {}", abstract_message(message)),
+            },
             Outcome::BogusUnsupported { problem, .. } => abstract_message(problem),
             Outcome::Race { detail, .. }
             | Outcome::UninitializedRead { detail, .. }
@@ -272,6 +290,17 @@ impl Outcome {
             Outcome::InterpreterPanic { message } => {
                 format!("interpreter panic: {}", first_line(message))
             }
+            Outcome::Crash {
+                stage,
+                message,
+                location,
+            } => format!(
+                "crash in the {stage} stage: {}{}",
+                first_line(message),
+                location
+                    .as_deref()
+                    .map_or(String::new(), |l| format!(" at {l}"))
+            ),
             Outcome::BogusUnsupported { problem, .. } => {
                 format!("bogus unsupported: {}", first_line(problem))
             }

@@ -22,10 +22,13 @@ use crate::check::outcome::Signature;
 use crate::check::{check_case, CaseResult, RunConfig};
 use crate::cli::repro::{parse_duration_arg, CompilerArgs};
 use crate::cli::{exit, EXIT_FINDING, EXIT_OK};
-use crate::corpus::{save_finding, Expectation, FindingMeta, MinimizationStats, META_FORMAT};
-use crate::engine::shrink::{case_size, describe_case, minimize, MinimizeConfig};
+use crate::corpus::save_finding;
+use crate::engine::shrink::MinimizeConfig;
+use crate::finding::{FindingMeta, MinimizationStats};
 use crate::fuzz_targets::{lowering_case, lowering_gen_config, LoweringTarget};
 use crate::report::render_report;
+use crate::targets::tensor::generate::describe_case;
+use crate::targets::tensor::shrink::{case_size, minimize};
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -173,20 +176,12 @@ fn save(
         None => format!("{origin}{rendered}"),
     };
     let meta = FindingMeta {
-        format: META_FORMAT,
-        signature: signature.to_string(),
-        signature_detail: serde_json::to_value(&signature).unwrap_or_default(),
-        outcome: result.outcome.kind().to_string(),
-        expect: Expectation::Signature(signature.to_string()),
-        compiler: run.compiler.describe(),
-        lowering: run.lowering_choice(),
-        pimdiff_version: env!("CARGO_PKG_VERSION").to_string(),
-        origin: None,
+        lowering: run.lowering_choice().map(|l| l.name().to_string()),
         generator: serde_json::to_value(lowering_gen_config(args.target)).unwrap_or_default(),
         minimization: stats,
-        suspects: Vec::new(),
         schedule: result.outcome.schedule().map(str::to_string),
-        injected_bug: None,
+        target: Some("cases".to_string()),
+        ..FindingMeta::new(&signature, run.compiler.describe())
     };
     save_finding(
         &args.out_dir,

@@ -1,5 +1,8 @@
-//! `pimdiff hunt`: generate cases from a seed, check them in parallel, minimize and save every
-//! unique finding, summarize (see [`crate::engine`]).
+//! `pimdiff hunt`: generate cases of a target from a seed, check them in parallel, minimize and
+//! save every unique finding, summarize (see [`crate::engine`]). `--target` picks the compiler
+//! under test: `cases` (conv2d/MVM through the in-repo compiler or `--compiler-cmd`, the
+//! default) or `pimcomp-nn` (random networks through the real PIMCOMP-NN). A flag of another
+//! target is refused at parse time, naming the target that takes it.
 //!
 //! Exit 0 when nothing was found, 1 when there are findings (timeouts and interpreter panics
 //! among them) or more declined cases than the generator explains, 2 on bad arguments or when
@@ -17,12 +20,19 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
+use clap::Args as _;
 
 use crate::cli::repro::{parse_duration_arg, CompilerArgs};
 use crate::cli::{exit, EXIT_FINDING, EXIT_OK};
 use crate::engine::shrink::MinimizeConfig;
 use crate::engine::{render_summary, run_hunt, HuntConfig, HuntControl, Limit, Shard};
+use crate::finding::Kind;
+use crate::targets::pimcomp_nn::case::CaseContext;
+use crate::targets::pimcomp_nn::compile::{CompilerSetup, Pipeline};
+use crate::targets::pimcomp_nn::network::NetConfig;
+use crate::targets::pimcomp_nn::PimcompTarget;
 use crate::targets::tensor::generate::GenConfig;
+use crate::targets::tensor::TensorTarget;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {
@@ -63,6 +73,10 @@ pub struct Args {
     /// No progress bar (it is also hidden when stderr is not a terminal).
     #[arg(long, short = 'q')]
     pub quiet: bool,
+    /// What to hunt: `cases` (conv2d/MVM through the in-repo compiler or --compiler-cmd) or
+    /// `pimcomp-nn` (random networks through the real PIMCOMP-NN).
+    #[arg(long, value_enum, default_value = "cases")]
+    pub target: Target,
     #[command(flatten)]
     pub compiler: CompilerArgs,
     #[command(flatten)]
@@ -92,9 +106,6 @@ pub enum PipelineMode {
 /// Flags of `--target pimcomp-nn`.
 #[derive(clap::Args, Debug, Clone)]
 pub struct PimcompTargetArgs {
-    /// What to hunt: `cases` (conv2d/MVM through --compiler) or `pimcomp-nn`.
-    #[arg(long, value_enum, default_value = "cases")]
-    pub target: Target,
     /// PIMCOMP-NN pipeline(s) (--target pimcomp-nn).
     #[arg(long, value_enum, default_value = "both")]
     pub mode: PipelineMode,
@@ -230,9 +241,13 @@ pub fn seed_and_limit(args: &mut Args) -> anyhow::Result<(u64, Limit)> {
     Ok((seed, limit))
 }
 
-/// `pimdiff hunt` against the in-repo or an external compiler (`--target pimcomp-nn` is
-/// `hunt_pimcomp::main`).
-pub fn main(mut args: Args) -> anyhow::Result<ExitCode> {
+/// Most compiles one PIMCOMP-NN finding's minimization may run.
+const PIMCOMP_MINIMIZE_RUNS: u64 = 400;
+
+/// `pimdiff hunt`: the engine over the chosen target. `given` holds the flags given on the
+/// command line (see [`check_flags`]).
+pub fn main(mut args: Args, given: &[String]) -> anyhow::Result<ExitCode> {
+    check_flags(args.target, given)?;
     let (seed, limit) = seed_and_limit(&mut args)?;
     let out = args.out.clone().unwrap_or_else(|| {
         if args.shard == Shard::ALL {
@@ -244,20 +259,14 @@ pub fn main(mut args: Args) -> anyhow::Result<ExitCode> {
             ))
         }
     });
-    let cfg = HuntConfig {
+    let mut cfg = HuntConfig {
         seed,
         limit,
         jobs: args.jobs.unwrap_or(0) as usize,
         shard: args.shard,
-        generator: args.generator.config(),
-        run: {
-            let mut compiler = args.compiler.clone();
-            compiler.schedules = compiler.schedules.or(Some(DEFAULT_SCHEDULES));
-            compiler.run_config()
-        },
         minimize: MinimizeConfig {
             time_budget: args.minimize_time,
-            max_steps: crate::triage::Budget::TRIAGE_RUNS as usize,
+            max_steps: crate::triage::TRIAGE_RUNS as usize,
         },
         max_unsupported: args.max_unsupported,
         out,
@@ -267,8 +276,19 @@ pub fn main(mut args: Args) -> anyhow::Result<ExitCode> {
         ..HuntControl::default()
     };
     install_signal_handler(&control)?;
-    let summary =
-        run_hunt(&cfg, &control).with_context(|| format!("hunt in {}", cfg.out.display()))?;
+    let summary = match args.target {
+        Target::Cases => {
+            let mut compiler = args.compiler.clone();
+            compiler.schedules = compiler.schedules.or(Some(DEFAULT_SCHEDULES));
+            let target = TensorTarget::new(&args.generator.config(), compiler.run_config());
+            run_hunt(&cfg, Arc::new(target), &control)
+        }
+        Target::PimcompNn => {
+            cfg.minimize.max_steps = PIMCOMP_MINIMIZE_RUNS as usize;
+            run_hunt(&cfg, Arc::new(pimcomp_target(&args)?), &control)
+        }
+    }
+    .with_context(|| format!("hunt in {}", cfg.out.display()))?;
     print!("{}", render_summary(&summary));
     println!(
         "\nsummary: {}",
@@ -282,10 +302,112 @@ pub fn main(mut args: Args) -> anyhow::Result<ExitCode> {
     }))
 }
 
+/// The PIMCOMP-NN target the flags describe.
+fn pimcomp_target(args: &Args) -> anyhow::Result<PimcompTarget> {
+    let t = &args.pimcomp;
+    let setup = CompilerSetup::locate(
+        t.pimcomp_bin.as_deref(),
+        t.compile_timeout,
+        t.max_rss_mib.saturating_mul(1 << 20),
+    )
+    .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let pipelines = match t.mode {
+        PipelineMode::Batch => vec![Pipeline::Batch],
+        PipelineMode::Element => vec![Pipeline::Element],
+        PipelineMode::Both => vec![Pipeline::Batch, Pipeline::Element],
+    };
+    let mut net = NetConfig::default();
+    let g = &args.generator;
+    for (field, v) in [
+        (&mut net.max_channels, g.max_channels),
+        (&mut net.max_spatial, g.max_spatial),
+        (&mut net.max_kernel, g.max_kernel),
+        (&mut net.max_blocks, t.max_blocks),
+    ] {
+        if let Some(v) = v {
+            *field = v;
+        }
+    }
+    Ok(PimcompTarget {
+        cases: CaseContext {
+            net,
+            setup,
+            pipelines,
+        },
+    })
+}
+
+/// The flags each target takes besides the engine's own, by their long names: read from the
+/// flag groups' own definitions, so a new flag is placed by the group it is declared in.
+fn target_flags(target: Target) -> Vec<String> {
+    let longs = |c: clap::Command| -> Vec<String> {
+        c.get_arguments()
+            .filter_map(|a| a.get_long())
+            .map(str::to_string)
+            .collect()
+    };
+    let generator = longs(GeneratorArgs::augment_args(clap::Command::new("g")));
+    match target {
+        Target::Cases => [
+            generator,
+            longs(CompilerArgs::augment_args(clap::Command::new("c"))),
+        ]
+        .concat(),
+        Target::PimcompNn => {
+            let shared = ["max-channels", "max-spatial", "max-kernel"];
+            let mut v = longs(PimcompTargetArgs::augment_args(clap::Command::new("p")));
+            v.extend(
+                generator
+                    .into_iter()
+                    .filter(|f| shared.contains(&f.as_str())),
+            );
+            v
+        }
+    }
+}
+
+/// Refuses a flag that the chosen target does not take, naming the target that does:
+/// a flag silently ignored would make a hunt test something else than its user thinks.
+/// `given` holds the long names of the flags given on the command line.
+pub fn check_flags(target: Target, given: &[String]) -> anyhow::Result<()> {
+    let all = [Target::Cases, Target::PimcompNn];
+    let flags: Vec<(Target, Vec<String>)> = all.iter().map(|&t| (t, target_flags(t))).collect();
+    let takers = |flag: &String| -> Vec<Target> {
+        flags
+            .iter()
+            .filter(|(_, f)| f.contains(flag))
+            .map(|(t, _)| *t)
+            .collect()
+    };
+    for flag in given {
+        let takers = takers(flag);
+        if takers.is_empty() || takers.contains(&target) {
+            continue;
+        }
+        let takers: Vec<&str> = takers.iter().map(|t| t.name()).collect();
+        anyhow::bail!(
+            "--{flag} is a flag of --target {}, not of --target {}",
+            takers.join(" and --target "),
+            target.name()
+        );
+    }
+    Ok(())
+}
+
+impl Target {
+    /// The name `--target` spells.
+    pub fn name(self) -> &'static str {
+        match self {
+            Target::Cases => "cases",
+            Target::PimcompNn => "pimcomp-nn",
+        }
+    }
+}
+
 /// What must not scroll by unnoticed goes to stderr too: interpreter panics (a bug in pimdiff),
 /// timeouts, too many declined cases.
 fn warn_loudly(s: &crate::engine::HuntSummary) {
-    let dirs = |kind: &str| -> Vec<&str> {
+    let dirs = |kind: Kind| -> Vec<&str> {
         s.findings
             .iter()
             .filter(|f| f.outcome == kind)
@@ -296,14 +418,14 @@ fn warn_loudly(s: &crate::engine::HuntSummary) {
         eprintln!(
             "error: the interpreter panicked on {} case(s): a bug in pimdiff itself, please report it ({})",
             s.interpreter_panics,
-            dirs("interpreter-panic").join(", ")
+            dirs(Kind::InterpreterPanic).join(", ")
         );
     }
     if s.timeouts > 0 {
         eprintln!(
             "error: {} case(s) did not finish within the case timeout ({})",
             s.timeouts,
-            dirs("timeout").join(", ")
+            dirs(Kind::Timeout).join(", ")
         );
     }
     if let Some(why) = s.declines.explanation(s.cases_run) {

@@ -27,7 +27,6 @@ pub mod export;
 pub mod from_fuzz;
 pub mod gmem;
 pub mod hunt;
-pub mod hunt_pimcomp;
 pub mod import_onnx;
 pub mod lowerings;
 pub mod new_case;

@@ -19,8 +19,8 @@ use crate::cli::{exit, EXIT_FINDING, EXIT_OK};
 use crate::compilers::injected::BugClass;
 use crate::compilers::CompilerUnderTest;
 use crate::corpus::{check_entry, load_entry, EntryResult};
-use crate::engine::shrink::describe_case;
 use crate::finding::Kind;
+use crate::targets::tensor::generate::describe_case;
 
 #[derive(clap::Args, Debug)]
 pub struct Args {

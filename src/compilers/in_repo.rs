@@ -1,24 +1,21 @@
 //! The in-repo channel-wise compiler (`pimdiff-compiler`) as a compiler under test: entirely in
 //! memory, so a hunt checks thousands of cases per second.
 
-use std::panic::{catch_unwind, AssertUnwindSafe};
-
 use pimdiff_compiler::{CompileError, CompileOptions};
 use pimdiff_isa::bundle::Bundle;
 use pimdiff_oracle::Case;
 
 use super::{Claim, CompileFailure};
 
-/// Compiles with the in-repo compiler; its errors become failures and a panic a compile error
-/// (the harness never unwinds because of the compiler under test).
+/// Compiles with the in-repo compiler; its errors become failures and a panic a crash with
+/// its message and location (the harness never unwinds because of the compiler under test).
 pub fn compile(case: &Case, options: &CompileOptions) -> Result<Bundle, CompileFailure> {
-    match catch_unwind(AssertUnwindSafe(|| {
-        pimdiff_compiler::compile(case, options)
-    })) {
+    match crate::engine::panic::catch(|| pimdiff_compiler::compile(case, options)) {
         Ok(Ok(bundle)) => Ok(bundle),
         Ok(Err(e)) => Err(failure(e)),
-        Err(panic) => Err(CompileFailure::Failed {
-            message: format!("the compiler panicked: {}", panic_text(&panic)),
+        Err(p) => Err(CompileFailure::Panicked {
+            message: p.message,
+            location: p.location,
         }),
     }
 }
@@ -63,15 +60,4 @@ pub fn describe(o: &CompileOptions) -> String {
         "in-repo pimdiff-compiler {} ({opts})",
         env!("CARGO_PKG_VERSION")
     )
-}
-
-/// The message of a caught panic.
-pub fn panic_text(panic: &Box<dyn std::any::Any + Send>) -> String {
-    if let Some(s) = panic.downcast_ref::<&str>() {
-        s.to_string()
-    } else if let Some(s) = panic.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "(no message)".into()
-    }
 }

@@ -75,6 +75,11 @@ pub enum CompileFailure {
     /// An external compiler still ran after its time limit and was killed: a hang of the
     /// compiler under test, a finding.
     TimedOut { limit: Duration },
+    /// The in-process compiler panicked: a crash, with the message and where it happened.
+    Panicked {
+        message: String,
+        location: Option<String>,
+    },
     /// The tooling around the compiler failed (a temporary directory, starting `sh`):
     /// counted, never reported as a bug of the compiler.
     Poisoned { reason: String },

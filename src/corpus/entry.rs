@@ -8,9 +8,9 @@ use crate::check::{check_case_within, CaseResult, RunConfig};
 use crate::compilers::injected::BugClass;
 use crate::compilers::CompilerUnderTest;
 
-use super::expectation::{Expectation, Observed};
 use super::meta::{read_entry_meta, EntryError, EntryMeta};
 use super::{io_err, CorpusError, EXPECT_JSON};
+use crate::finding::{Expectation, Observed};
 
 /// The case directories named by `paths`, sorted and without duplicates: a path holding a
 /// `case.json` is a case; any other directory is searched recursively for cases. Hidden

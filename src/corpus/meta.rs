@@ -1,4 +1,5 @@
-//! `finding.json` and `expect.json`, and saving a finding directory.
+//! Reading `finding.json` and `expect.json` of a corpus entry, and saving a tensor finding
+//! directory outside a hunt (`from-fuzz`, tests).
 
 use std::fs;
 use std::io;
@@ -6,91 +7,11 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::expectation::Expectation;
-use super::{
-    io_err, CorpusError, BUNDLE_DIR, EXPECT_JSON, FINDING_JSON, MAX_META_BYTES, META_FORMAT,
-    REPORT_MD,
-};
+use super::{io_err, CorpusError, EXPECT_JSON, MAX_META_BYTES};
 use crate::check::n_version::LoweringChoice;
-use pimdiff_atomic::AtomicDir;
-
-/// Where a hunt found the case: enough to regenerate the original, unminimized case.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Origin {
-    /// The hunt's `--seed`.
-    pub hunt_seed: u64,
-    /// The case's index `k` in the hunt's index space.
-    pub case_index: u64,
-    /// `hunt::case_seed(hunt_seed, case_index)`, the seed handed to the generator.
-    pub case_seed: u64,
-}
-
-/// How minimization went.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct MinimizationStats {
-    /// Candidate cases tried.
-    pub tried: u64,
-    /// Candidates kept (they still failed with the same signature).
-    pub kept: u64,
-    /// Size of the case before minimization (see `hunt::case_size`).
-    pub original_size: u64,
-    /// Size of the saved case.
-    pub minimized_size: u64,
-    /// Whether minimization was cut short (time budget or a second Ctrl-C); the saved case
-    /// still fails with the recorded signature.
-    pub cut_short: bool,
-}
-
-/// `finding.json`: everything needed to understand and reproduce a saved finding.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct FindingMeta {
-    /// Always [`META_FORMAT`].
-    pub format: u32,
-    /// The signature's display form.
-    pub signature: String,
-    /// The signature as structured data (`Signature`'s serde form).
-    #[serde(default)]
-    pub signature_detail: serde_json::Value,
-    /// The outcome kind, e.g. `"mismatch"`.
-    pub outcome: String,
-    /// What replay must observe today; at save time the bug is present, so this is the saved
-    /// case's own outcome signature (what a rerun shows without localizing; `signature` may
-    /// be the localized cause). Edit it to `pass` once the bug is fixed.
-    pub expect: Expectation,
-    /// `CompilerUnderTest::describe()` of the compiler that produced the finding.
-    pub compiler: String,
-    /// The in-repo compiler's lowering(s) the finding was checked with (`channel`, `pixel`,
-    /// `both`): `repro` and `replay` use it unless `--lowering` says otherwise. Absent for
-    /// an external compiler and in findings saved before lowerings were recorded (channel).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub lowering: Option<LoweringChoice>,
-    /// The `pimdiff` version that saved it.
-    pub pimdiff_version: String,
-    /// Where a hunt found it (absent for findings from elsewhere).
-    #[serde(default)]
-    pub origin: Option<Origin>,
-    /// The generator configuration of that hunt.
-    #[serde(default)]
-    pub generator: serde_json::Value,
-    /// Minimization statistics (absent when the case was not minimized).
-    #[serde(default)]
-    pub minimization: Option<MinimizationStats>,
-    /// Ranked suspects of localization, best first: `{"core", "pc", "op", "why", "fix"}`
-    /// objects (empty when nothing was localized, or the finding was not triaged).
-    #[serde(default)]
-    pub suspects: Vec<serde_json::Value>,
-    /// The schedule (`pct:SEED:DEPTH`, …) under which a `schedule-dependent` finding's run
-    /// ended differently; `repro` and `replay` run it again under it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub schedule: Option<String>,
-    /// The injected miscompilation (`--inject-bug` name) of the hunt that found it, so that
-    /// `repro` and `replay` compile the case the same way (as `expect.json`'s `mutation`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub injected_bug: Option<String>,
-}
+use crate::finding::{
+    to_json_text, write_finding, Expectation, FindingMeta, FINDING_JSON, META_FORMAT,
+};
 
 /// `expect.json`: a hand-made regression entry's expectation.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -129,12 +50,14 @@ impl EntryMeta {
             .or(self.finding.as_ref().map(|f| &f.expect))
     }
 
-    /// The lowering(s) recorded for the entry: `expect.json`'s, else `finding.json`'s.
+    /// The lowering(s) recorded for the entry: `expect.json`'s, else `finding.json`'s (checked
+    /// when the file was read).
     pub fn lowering(&self) -> Option<LoweringChoice> {
-        self.expect_file
+        self.expect_file.as_ref().and_then(|e| e.lowering).or(self
+            .finding
             .as_ref()
-            .and_then(|e| e.lowering)
-            .or(self.finding.as_ref().and_then(|f| f.lowering))
+            .and_then(|f| f.lowering.as_deref())
+            .and_then(|l| l.parse().ok()))
     }
 
     /// The injected mutation the entry needs, if any: `expect.json`'s, else the bug the
@@ -158,13 +81,22 @@ pub fn read_entry_meta(dir: &Path) -> Result<EntryMeta, CorpusError> {
     })
 }
 
-/// Common access to the `format` field of both metadata files.
+/// Common access to the `format` field of both metadata files, and what serde cannot check.
 trait Versioned {
     fn format(&self) -> u32;
+    /// A field whose value serde accepted but this version does not know.
+    fn problem(&self) -> Option<String> {
+        None
+    }
 }
 impl Versioned for FindingMeta {
     fn format(&self) -> u32 {
         self.format
+    }
+    fn problem(&self) -> Option<String> {
+        let lowering = self.lowering.as_deref()?;
+        let bad = lowering.parse::<LoweringChoice>().err()?;
+        Some(format!("field `lowering`: {bad}"))
     }
 }
 impl Versioned for ExpectFile {
@@ -222,13 +154,13 @@ fn read_meta<T: for<'de> Deserialize<'de> + Versioned>(
             found: value.format(),
         });
     }
+    if let Some(message) = value.problem() {
+        return Err(CorpusError::Json {
+            path: path.to_path_buf(),
+            message,
+        });
+    }
     Ok(Some(value))
-}
-
-/// Serializes a metadata value as pretty JSON with a trailing newline.
-pub fn to_json_text<T: Serialize>(value: &T) -> String {
-    // Our metadata types contain only strings, numbers and JSON values: serialization cannot fail.
-    serde_json::to_string_pretty(value).unwrap_or_default() + "\n"
 }
 
 /// Writes `value` as `dir/name` (plain write: `dir` is an [`AtomicDir`] under construction
@@ -265,9 +197,9 @@ pub enum EntryError {
     Corpus(#[from] CorpusError),
 }
 
-/// Saves a finding directory at `dest` atomically: the case (with `expected.npy` when
-/// `case.expected` is set — the hunt sets it to the oracle's output), `bundle/` when there is
-/// one, `report.md` and `finding.json`. `dest` must not exist.
+/// Saves a tensor finding directory at `dest` atomically with the one finding writer: the
+/// case (with `expected.npy` when `case.expected` is set), `bundle/` when there is one,
+/// `report.md`, the attachments and `finding.json`. `dest` must not exist.
 pub fn save_finding(
     dest: &Path,
     case: &pimdiff_oracle::Case,
@@ -276,27 +208,11 @@ pub fn save_finding(
     meta: &FindingMeta,
     attachments: &[Attachment],
 ) -> Result<PathBuf, EntryError> {
-    let dir = AtomicDir::create(dest).map_err(CorpusError::from)?;
-    pimdiff_oracle::io::write_case(case, dir.path()).map_err(|e| EntryError::Case {
-        dir: dest.to_path_buf(),
-        source: Box::new(e),
-    })?;
-    if let Some(bundle) = bundle {
-        bundle
-            .write_dir(&dir.path().join(BUNDLE_DIR))
-            .map_err(|e| EntryError::Bundle {
-                dir: dest.to_path_buf(),
-                source: Box::new(e),
-            })?;
-    }
-    let report_path = dir.path().join(REPORT_MD);
-    fs::write(&report_path, report).map_err(io_err(&report_path))?;
-    write_json(dir.path(), FINDING_JSON, meta)?;
-    for a in attachments {
-        let path = dir.path().join(a.name);
-        fs::write(&path, &a.bytes).map_err(io_err(&path))?;
-    }
-    Ok(dir.commit().map_err(CorpusError::from)?)
+    write_finding(dest, meta.clone(), |dir, _| {
+        crate::targets::tensor::files::write_files(dir, case, bundle, report, attachments)
+    })
+    .map_err(CorpusError::from)?;
+    Ok(dest.to_path_buf())
 }
 
 /// A file saved beside a finding's case, report and metadata (a picture, an export for the

@@ -14,27 +14,23 @@
 //! only such a temporary directory, which `pimdiff_atomic::clean_temp` removes on the next run.
 
 mod entry;
-mod expectation;
 mod meta;
 
 use std::io;
 use std::path::{Path, PathBuf};
 
+use crate::finding::{ExpectationParseError, META_FORMAT};
+
 pub use self::entry::*;
-pub use self::expectation::*;
 pub use self::meta::*;
 
 pub use pimdiff_atomic::TEMP_PREFIX;
-/// The metadata file of a saved finding.
-pub const FINDING_JSON: &str = "finding.json";
 /// The expectation file of a hand-made regression entry.
 pub const EXPECT_JSON: &str = "expect.json";
 /// The readable report of a finding.
 pub const REPORT_MD: &str = "report.md";
 /// The compiled program of a finding.
 pub const BUNDLE_DIR: &str = "bundle";
-/// Version of `finding.json` / `expect.json` this reader writes and accepts.
-pub const META_FORMAT: u32 = 1;
 /// Largest `finding.json` / `expect.json` read (they are a few kilobytes).
 const MAX_META_BYTES: u64 = 1 << 20;
 

@@ -7,12 +7,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use super::plan::{Limit, Shard};
-use crate::check::RunConfig;
-use crate::corpus::{self, CorpusError};
-use crate::engine::shrink::MinimizeConfig;
-use crate::targets::tensor::generate::GenConfig;
+use super::shrink::MinimizeConfig;
 
-/// Everything a hunt needs.
+/// What a hunt of any target is given: the engine's own settings. What is compiled and how
+/// is the target's (see `Target`).
 #[derive(Clone, Debug)]
 pub struct HuntConfig {
     /// The hunt seed `S`.
@@ -21,14 +19,10 @@ pub struct HuntConfig {
     /// Worker threads; 0 means one per available core.
     pub jobs: usize,
     pub shard: Shard,
-    pub generator: GenConfig,
-    /// The compiler, the interpreter's schedule and step budget, and the watchdog's limits
-    /// (`case_timeout`, `external_timeout`).
-    pub run: RunConfig,
     /// The budget of each finding's triage (`time_budget`: `--minimize-time`; `max_steps`).
     pub minimize: MinimizeConfig,
-    /// The share of declined cases allowed (`--max-unsupported`); `None`: the generator's
-    /// overcommit ratio plus [`super::declines::DEFAULT_MARGIN`].
+    /// The share of declined cases allowed (`--max-unsupported`); `None`: the target's own
+    /// default (`Target::max_unsupported_share`).
     pub max_unsupported: Option<f64>,
     /// Where `findings/`, `summary.json` and `summary.md` go.
     pub out: PathBuf,
@@ -53,19 +47,12 @@ pub enum HuntError {
     /// `OUT/findings` already holds findings of an earlier hunt.
     #[error("{}: already holds findings of an earlier hunt; choose another --out or remove them", path.display())]
     OutNotEmpty { path: PathBuf },
-    #[error(transparent)]
-    Corpus(#[from] CorpusError),
-    #[error(transparent)]
-    Save(#[from] corpus::EntryError),
+    /// The output directory or a finding could not be written.
     #[error(transparent)]
     Write(#[from] pimdiff_atomic::Error),
 }
 
-/// The summary files inside `--out`.
-pub const SUMMARY_JSON: &str = "summary.json";
-pub const SUMMARY_MD: &str = "summary.md";
-/// The directory of finding directories inside `--out`.
-pub const FINDINGS_DIR: &str = "findings";
+pub use crate::finding::{FINDINGS_DIR, SUMMARY_JSON, SUMMARY_MD};
 
 /// How long cases in flight may finish after a stop request.
 pub const STOP_GRACE: Duration = Duration::from_millis(500);

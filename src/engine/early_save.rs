@@ -1,10 +1,10 @@
 //! Findings on disk during a hunt: saved the moment they are found, replaced when triaged.
 //!
 //! * **At once.** When the sweep meets a signature for the first time, the [`Saver`] (a thread
-//!   of its own, so the sweep never waits for a disk) rechecks that case under the watchdog
+//!   of its own, so the sweep never waits for a disk) runs that case again under the watchdog
 //!   and writes it, complete and atomically, as `findings/k<index>-<signature>/`. A hung case
-//!   is not run again: its directory holds the case and a report of the timeout. So a hunt
-//!   killed by anything, even SIGKILL, leaves every finding it had met on disk.
+//!   is not run again. So a hunt killed by anything, even SIGKILL, leaves every finding it had
+//!   met on disk.
 //! * **At the end.** Each finding's triaged (minimized) form is written atomically as
 //!   `findings/<nnn>-<signature>/`, numbered in order of first case index, and only then are
 //!   the `k<index>-…` directories it replaces removed: at every instant each finding is on
@@ -15,161 +15,78 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-use pimdiff_oracle::Case;
-
-use super::config::HuntError;
+use super::panic;
 use super::plan::case_seed;
-use crate::check::outcome::timeout_outcome;
-use crate::check::stage_limit;
-use crate::check::{check_case_within, CaseResult, RunConfig, Signature, Stage};
-use crate::compilers::CompilerUnderTest;
-use crate::corpus::{self, FindingMeta, MinimizationStats, Origin};
-use crate::finding::Kind;
-use crate::report::{render_report_with, Suspects};
-use crate::targets::tensor::generate::{case_from_seed, GenConfig};
+use super::target::Target;
+use super::watchdog::run_watched;
+use crate::finding::{
+    provisional_name, write_finding, FindingMeta, Kind, MinimizationStats, Origin, Signature,
+};
 
 /// What every finding of one hunt shares.
-#[derive(Clone, Debug)]
-pub(super) struct Context {
+pub(super) struct Context<T: Target> {
+    pub target: Arc<T>,
     pub seed: u64,
-    pub generator: GenConfig,
-    pub run: RunConfig,
     pub findings_dir: PathBuf,
 }
 
-/// One finding as written: the case (with `expected` set), its check, and what triage says.
-pub(super) struct Record<'a> {
-    pub case: &'a Case,
-    pub result: &'a CaseResult,
+/// One finding as written.
+pub(super) struct Record<'a, T: Target> {
+    pub case: &'a T::Case,
+    pub evidence: &'a T::Evidence,
     pub signature: &'a Signature,
+    /// The case index the saved case comes from (minimized or not).
     pub index: u64,
     pub minimization: Option<MinimizationStats>,
-    /// The suspects triage localized (empty before triage, or when none were found).
-    pub suspects: &'a [crate::triage::Suspect],
-    /// Whether the record is triaged (its report then shows `suspects`).
-    pub triaged: bool,
 }
 
-impl Context {
+impl<T: Target> Context<T> {
     /// Case `k` of the hunt.
-    pub fn case(&self, k: u64) -> Case {
-        case_from_seed(&self.generator, case_seed(self.seed, k))
+    pub fn case(&self, k: u64) -> T::Case {
+        self.target.case(case_seed(self.seed, k))
     }
 
-    /// Case `k` and its check, for saving a finding seen with `signature`: rerun under the
-    /// watchdog, except for a timeout, whose case is not run again (it hung once; the result
-    /// only carries the oracle's output, unless the oracle was what hung).
-    pub fn recheck(&self, k: u64, signature: &Signature) -> (Case, CaseResult) {
-        let mut case = self.case(k);
-        let result = if signature.kind == Kind::Timeout {
-            let stage = [Stage::Oracle, Stage::Compile, Stage::Run]
-                .into_iter()
-                .find(|s| s.name() == signature.detail)
-                .unwrap_or(Stage::Compile);
-            CaseResult {
-                outcome: timeout_outcome(stage, stage_limit(&self.run, stage)),
-                bundle: None,
-                oracle: (stage != Stage::Oracle)
-                    .then(|| pimdiff_oracle::reference(&case).ok())
-                    .flatten(),
-                machine_output: None,
-                attribution: None,
-            }
+    /// Case `k` and its evidence as a finding of `signature`: run again under the watchdog,
+    /// except for a timeout, whose case is not run again (it hung once).
+    pub fn recheck(&self, k: u64, signature: &Signature) -> (T::Case, T::Evidence) {
+        let case = self.case(k);
+        let run = if signature.kind == Kind::Timeout {
+            None
         } else {
-            check_case_within(&case, &self.run)
+            let (target, owned) = (Arc::clone(&self.target), case.clone());
+            let limits = Arc::clone(&self.target);
+            let watched = run_watched(
+                move |clock| panic::catch(|| target.run(&owned, clock)).ok(),
+                move |stage| limits.stage_limit(stage).unwrap_or(Duration::MAX),
+            );
+            watched.ok().flatten()
         };
-        case.expected = result.oracle.clone();
-        (case, result)
+        let evidence = self.target.evidence(&case, run, signature);
+        (case, evidence)
     }
 
     /// Writes `record` as the finding directory `dest` (atomically; `dest` must not exist).
-    pub fn write(&self, dest: &Path, record: &Record<'_>) -> Result<PathBuf, HuntError> {
-        let suspects = if record.triaged {
-            Suspects::Known(record.suspects)
-        } else {
-            Suspects::NotYet
-        };
-        let report = render_report_with(record.case, record.result, &self.run, suspects);
-        let sig = record.signature;
-        let meta = FindingMeta {
-            format: corpus::META_FORMAT,
-            signature: sig.to_string(),
-            signature_detail: serde_json::to_value(sig).unwrap_or_default(),
-            outcome: sig.kind.to_string(),
-            // What `repro` and `replay` can confirm without localizing: the saved case's own
-            // outcome signature (the finding's `signature` may be a localized cause).
-            expect: corpus::Expectation::Signature(
-                record
-                    .result
-                    .outcome
-                    .signature()
-                    .map_or_else(|| sig.to_string(), |s| s.to_string()),
-            ),
-            compiler: self.run.describe_compiler(),
-            lowering: self.run.lowering_choice(),
-            injected_bug: match (&self.run.compiler, &self.run.second) {
-                // One version: replaying it needs the bug. (An N-version hunt's bug may sit in
-                // either lowering; its finding records the compilers in words only.)
-                (CompilerUnderTest::Mutated(bug, _), None) => Some(bug.name().to_string()),
-                _ => None,
-            },
-            pimdiff_version: env!("CARGO_PKG_VERSION").to_string(),
-            origin: Some(Origin {
-                hunt_seed: self.seed,
-                case_index: record.index,
-                case_seed: case_seed(self.seed, record.index),
-            }),
-            generator: serde_json::to_value(&self.generator).unwrap_or_default(),
-            minimization: record.minimization.clone(),
-            suspects: record
-                .suspects
-                .iter()
-                .filter_map(|s| serde_json::to_value(s).ok())
-                .collect(),
-            schedule: record.result.outcome.schedule().map(str::to_string),
-        };
-        Ok(corpus::save_finding(
-            dest,
-            record.case,
-            record.result.bundle.as_ref(),
-            &report,
-            &meta,
-            &crate::triage::attachments(record.case, record.result),
-        )?)
-    }
-}
-
-/// The directory name of a finding saved the moment it was found: `k<index>-<signature>`.
-pub(super) fn provisional_name(index: u64, signature: &Signature) -> String {
-    format!("k{index}-{}", slug(&signature.to_string()))
-}
-
-/// The directory name of a finding at the end of a hunt: `<nnn>-<signature>`.
-pub(super) fn final_name(number: usize, signature: &Signature) -> String {
-    format!("{number:03}-{}", slug(&signature.to_string()))
-}
-
-/// A file-name-safe form of a signature: lowercase letters and digits, runs of anything else
-/// as one `-`, at most 48 characters.
-pub fn slug(text: &str) -> String {
-    let mut out = String::new();
-    for c in text.chars() {
-        if c.is_ascii_alphanumeric() {
-            out.push(c.to_ascii_lowercase());
-        } else if !out.ends_with('-') && !out.is_empty() {
-            out.push('-');
-        }
-        if out.len() >= 48 {
-            break;
-        }
-    }
-    let trimmed = out.trim_end_matches('-');
-    if trimmed.is_empty() {
-        "finding".to_string()
-    } else {
-        trimmed.to_string()
+    /// Returns `finding.json` as written.
+    pub fn write(
+        &self,
+        dest: &Path,
+        record: &Record<'_, T>,
+    ) -> Result<FindingMeta, pimdiff_atomic::Error> {
+        let mut meta = FindingMeta::new(record.signature, self.target.compiler());
+        meta.target = Some(self.target.name().to_string());
+        meta.origin = Some(Origin {
+            hunt_seed: self.seed,
+            case_index: record.index,
+            case_seed: case_seed(self.seed, record.index),
+        });
+        meta.generator = self.target.generator();
+        meta.minimization = record.minimization.clone();
+        let target = &self.target;
+        write_finding(dest, meta, |dir, meta| {
+            target.write_finding(dir, record.case, record.evidence, meta)
+        })
     }
 }
 
@@ -182,7 +99,7 @@ pub(super) struct Saver {
 }
 
 impl Saver {
-    pub fn start(ctx: Arc<Context>) -> Saver {
+    pub fn start<T: Target>(ctx: Arc<Context<T>>) -> Saver {
         let (tx, rx) = mpsc::channel::<(u64, Signature)>();
         let (done_tx, done) = mpsc::channel();
         let closed = Arc::new(AtomicBool::new(false));
@@ -221,9 +138,9 @@ impl Saver {
         self.closed.store(true, Ordering::SeqCst);
         drop(self.tx);
         loop {
-            let wait = deadline.map_or(std::time::Duration::from_millis(50), |d| {
+            let wait = deadline.map_or(Duration::from_millis(50), |d| {
                 d.saturating_duration_since(Instant::now())
-                    .min(std::time::Duration::from_millis(50))
+                    .min(Duration::from_millis(50))
             });
             match self.done.recv_timeout(wait) {
                 Ok(()) | Err(RecvTimeoutError::Disconnected) => break,
@@ -240,25 +157,32 @@ impl Saver {
 }
 
 /// Saves one finding unminimized (errors go to stderr: the end of the hunt writes every
-/// finding again, and reports errors then).
-fn save_now(ctx: &Context, k: u64, sig: &Signature, saved: &Mutex<BTreeMap<Signature, PathBuf>>) {
-    let (case, result) = ctx.recheck(k, sig);
+/// finding again, and reports errors then). A panic of the target while saving is reported
+/// the same way: the finding is saved again at the end.
+fn save_now<T: Target>(
+    ctx: &Context<T>,
+    k: u64,
+    sig: &Signature,
+    saved: &Mutex<BTreeMap<Signature, PathBuf>>,
+) {
     let dest = ctx.findings_dir.join(provisional_name(k, sig));
-    let record = Record {
-        case: &case,
-        result: &result,
-        signature: sig,
-        index: k,
-        minimization: None,
-        suspects: &[],
-        triaged: false,
-    };
-    match ctx.write(&dest, &record) {
-        Ok(path) => {
+    let written = panic::catch(|| {
+        let (case, evidence) = ctx.recheck(k, sig);
+        let record = Record::<T> {
+            case: &case,
+            evidence: &evidence,
+            signature: sig,
+            index: k,
+            minimization: None,
+        };
+        ctx.write(&dest, &record).map_err(|e| e.to_string())
+    });
+    match written.unwrap_or_else(|p| Err(format!("the target panicked: {}", p.describe()))) {
+        Ok(_) => {
             saved
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
-                .insert(sig.clone(), path);
+                .insert(sig.clone(), dest);
         }
         Err(e) => eprintln!("warning: cannot save the finding {sig} yet: {e}"),
     }

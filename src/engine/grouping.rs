@@ -1,17 +1,57 @@
 //! How failing cases of one hunt merge into findings: by cause, not by symptom.
 //!
-//! Causes are computed per bucket of failing cases (`triage::cause`), in order of first case
-//! index. Localized causes merge whatever the outcome kind (a store one element off is one bug
-//! whether a run shows it as a wrong output or as a race). A case that several explanations fit
-//! (a store one element off and a window one column off compute the same output on a 1×1
-//! kernel) is *ambiguous*: it joins the earliest unambiguous cause that one of its explanations
-//! signs, and ambiguity never merges two unambiguous causes — so a compiler with two bugs still
-//! yields two findings. After triage, a representative whose minimized case is still explained
-//! by its group's cause keeps that cause as its signature.
+//! A target gives each bucket of failing cases a [`Cause`] (its first case's, unminimized;
+//! see `Target::cause`), in order of first case index. Localized causes merge whatever the
+//! outcome kind (a store one element off is one bug whether a run shows it as a wrong output or
+//! as a race). A case that several explanations fit (a store one element off and a window one
+//! column off compute the same output on a 1×1 kernel) is *ambiguous*: it joins the earliest
+//! unambiguous cause that one of its explanations signs, and ambiguity never merges two
+//! unambiguous causes — so a compiler with two bugs still yields two findings. After
+//! triage, a representative whose minimized case is still explained by its group's cause
+//! keeps that cause as its signature. A target without localization gives unlocalized causes:
+//! each signature is then its own group.
 
-use crate::check::Signature;
-use crate::finding::Kind;
-use crate::triage::{Cause, Triaged};
+use crate::finding::{Kind, Signature};
+
+/// A failing run's cause: its signature, whether it is localized (not a symptom), and the
+/// other explanations that hold for the same run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Cause {
+    /// The preferred explanation, or the symptom.
+    pub signature: Signature,
+    /// Whether [`Cause::signature`] is a localized cause.
+    pub localized: bool,
+    /// Details of the other explanations that hold: such a run is *ambiguous*, and the hunt
+    /// files it under a finding that one of them signs on its own (see
+    /// [`Cause::explains_like`]).
+    pub also: Vec<String>,
+}
+
+impl Cause {
+    /// A symptom, not localized and without alternatives.
+    pub fn unlocalized(signature: Signature) -> Cause {
+        Cause {
+            signature,
+            localized: false,
+            also: Vec::new(),
+        }
+    }
+
+    /// Whether this run is explained by `other`'s cause (its signature's detail is this run's
+    /// detail or one of its alternatives). The outcome kind does not matter: a store one
+    /// element off is one bug whether a run shows it as a wrong output or as a race.
+    pub fn explains_like(&self, other: &Signature) -> bool {
+        self.localized
+            && (self.signature.detail == other.detail || self.also.contains(&other.detail))
+    }
+
+    /// The key findings are merged on: the detail alone when localized (see
+    /// [`Cause::explains_like`]), else the whole signature.
+    pub fn merge_key(&self) -> (Option<Kind>, String) {
+        let kind = (!self.localized).then_some(self.signature.kind);
+        (kind, self.signature.detail.clone())
+    }
+}
 
 /// Buckets of one root cause: the cause that signs them, the buckets (indices into the
 /// causes given to [`group_by_cause`], ascending) and the one whose case is triaged.
@@ -59,26 +99,25 @@ pub fn group_by_cause(causes: &[Cause]) -> Vec<Group> {
     groups
 }
 
-/// The signature of a group once its representative is triaged: the group's cause when
-/// the minimized case is still explained by it (possibly among other explanations, as small
-/// cases often are), else what triage found; the group's cause when triage did not finish.
-pub fn final_cause(group: &Cause, triaged: Option<&Triaged>) -> (Signature, bool) {
-    let Some(t) = triaged else {
-        return (group.signature.clone(), group.localized);
-    };
-    let found = Cause {
-        signature: t.signature.clone(),
-        localized: t.localized,
-        also: t.also.clone(),
+/// The cause of a group once its representative is triaged: the group's cause when the
+/// minimized case is still explained by it (possibly among other explanations, as small cases
+/// often are), with the kind the minimized case shows; else what triage found; the group's
+/// cause when triage did not finish.
+pub fn final_cause(group: &Cause, triaged: Option<&Cause>) -> Cause {
+    let Some(found) = triaged else {
+        return group.clone();
     };
     if group.localized && found.explains_like(&group.signature) {
-        let signature = Signature {
-            kind: t.signature.kind,
-            detail: group.signature.detail.clone(),
+        return Cause {
+            signature: Signature::new(found.signature.kind, group.signature.detail.clone()),
+            localized: true,
+            also: Vec::new(),
         };
-        return (signature, true);
     }
-    (found.signature, found.localized)
+    Cause {
+        also: Vec::new(),
+        ..found.clone()
+    }
 }
 
 /// The key findings merge on (see [`Cause::merge_key`]).
@@ -164,56 +203,16 @@ mod tests {
     #[test]
     fn a_minimized_case_keeps_its_groups_cause_while_that_still_explains_it() {
         let group = cause("mismatch", "padding moved", true, &[]);
-        let also = |also: &[&str], detail: &str| {
-            let found = cause("mismatch", detail, true, also);
-            (found.signature.clone(), found.localized, found.also)
-        };
-        let (sig, localized, also_list) = also(&["padding moved"], "st offset");
-        let t = Triaged {
-            signature: sig,
-            localized,
-            also: also_list,
-            ..dummy_triaged()
-        };
+        let found = cause("race", "st offset", true, &["padding moved"]);
         assert_eq!(
-            final_cause(&group, Some(&t)).0.to_string(),
-            "mismatch: padding moved"
+            final_cause(&group, Some(&found)).signature.to_string(),
+            "race: padding moved"
         );
-        let (sig, localized, also_list) = also(&[], "st offset");
-        let t = Triaged {
-            signature: sig,
-            localized,
-            also: also_list,
-            ..dummy_triaged()
-        };
+        let found = cause("mismatch", "st offset", true, &[]);
         assert_eq!(
-            final_cause(&group, Some(&t)).0.to_string(),
+            final_cause(&group, Some(&found)).signature.to_string(),
             "mismatch: st offset"
         );
-        assert_eq!(final_cause(&group, None), (group.signature.clone(), true));
-    }
-
-    fn dummy_triaged() -> Triaged {
-        let case = crate::targets::tensor::generate::case_from_seed(
-            &crate::targets::tensor::generate::GenConfig::default(),
-            1,
-        );
-        let result = crate::check::check_case(&case, &crate::check::RunConfig::default());
-        Triaged {
-            case,
-            result,
-            signature: Signature::new(Kind::Pass, ""),
-            localized: false,
-            also: Vec::new(),
-            suspects: Vec::new(),
-            minimization: crate::triage::MinimizationLog {
-                tried: 0,
-                kept: 0,
-                original_size: 0,
-                minimized_size: 0,
-                log: Vec::new(),
-            },
-            cut_short: false,
-        }
+        assert_eq!(final_cause(&group, None), group);
     }
 }

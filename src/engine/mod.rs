@@ -1,22 +1,24 @@
-//! `pimdiff hunt`: parallel, interruptible, reproducible campaigns whose findings survive any
-//! kill.
+//! The one hunt engine: parallel, interruptible, reproducible campaigns over any [`Target`],
+//! whose findings survive any kill.
 //!
-//! A hunt has a seed `S` and an *index space* `k = 0, 1, 2, …`; case `k` is
-//! `generate::case_from_seed(cfg, case_seed(S, k))`. A shard `i/n` takes the indices with
-//! `k mod n == i`, so CI jobs split one seed space without overlap, and the union of the
-//! shards of `--cases N` is exactly the unsharded run of `--cases N`.
+//! A hunt has a seed `S` and an *index space* `k = 0, 1, 2, …`; case `k` is the target's case
+//! of `case_seed(S, k)`. A shard `i/n` takes the indices with `k mod n == i`, so CI jobs split
+//! one seed space without overlap, and the union of the shards of `--cases N` is exactly the
+//! unsharded run of `--cases N`.
 //!
 //! A hunt runs in three phases:
 //!
-//! 1. **Sweep** ([`sweep`]): cases run on worker threads under a per-case watchdog (a case
-//!    that hangs is a `timeout` finding, its thread abandoned); outcomes are counted and
-//!    failing cases bucketed by a cheap key, keeping each bucket's *lowest* index. Each new
-//!    bucket is saved to disk at once, unminimized ([`findings`]).
-//! 2. **Triage** ([`crate::triage`]): buckets with the same cheap cause merge; one representative
-//!    per cause is minimized (and localized); representatives with the same final signature
-//!    are one finding. Jobs run on detached threads under the same kind of watchdog ([`jobs`]).
+//! 1. **Sweep** ([`sweep`]): cases run on worker threads under a per-stage watchdog (a case
+//!    that hangs is a `timeout` finding, its thread abandoned; a panic of the target is a
+//!    `crash` finding); outcomes are counted and failing cases bucketed by signature, keeping
+//!    each bucket's *lowest* index. Each new bucket is saved to disk at once, unminimized
+//!    ([`early_save`]).
+//! 2. **Triage** ([`settle`]): buckets with the same cheap cause merge ([`grouping`]); one
+//!    representative per cause is minimized ([`shrink`]) and judged by the target; causes
+//!    with the same final signature are one finding. Jobs run on detached threads under the
+//!    same kind of watchdog ([`jobs`]).
 //! 3. **Saving**: each finding's triaged form replaces its unminimized directories; the summary
-//!    is written.
+//!    is written ([`crate::finding::summary`]).
 //!
 //! Which case represents a bucket, and which buckets a finding merges, depend only on the
 //! seed, the case count and the build, never on thread timing: the same findings for any
@@ -34,42 +36,46 @@ pub mod declines;
 mod early_save;
 pub mod grouping;
 mod jobs;
+pub mod panic;
 mod plan;
 pub(crate) mod progress;
 mod settle;
 pub mod shrink;
 mod sweep;
+pub mod target;
 pub mod watchdog;
 
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
 
 pub use self::config::{
     HuntConfig, HuntControl, HuntError, FINDINGS_DIR, MAX_STUCK, STOP_GRACE, STOP_TRIAGE,
     SUMMARY_JSON, SUMMARY_MD,
 };
 pub use self::declines::Declines;
-pub use self::early_save::slug;
 pub use self::plan::{case_seed, parse_duration, DurationError, Limit, Shard, ShardError};
+pub use self::shrink::MinimizeConfig;
 pub use self::sweep::{
-    sweep, Checker, FirstSeen, Observation, Sweep, SweepConfig, SweepEnd, SweepEvent, SweepProgress,
+    sweep, Checker, FirstSeen, Sweep, SweepConfig, SweepEnd, SweepEvent, SweepProgress,
 };
+pub use self::target::{Budget, Observation, Target, Triaged};
 pub use crate::finding::summary::{render_summary, FindingSummary, HuntSummary};
 
 use self::config::{Timeline, WRITE_RESERVE};
 use self::early_save::{Context, Saver};
 use self::progress::{progress_bar, update_bar};
 use self::settle::settle;
-use crate::check::outcome::abstract_message;
-use crate::check::outcome::timeout_outcome;
-use crate::check::{check_case_staged, CaseResult, Outcome, Signature};
-use crate::corpus::{self, CorpusError};
-use crate::finding::Kind;
-use crate::targets::tensor::generate::GenConfig;
+use self::watchdog::Stage;
+use crate::finding::{to_json_text, Kind, Signature};
 
-/// Runs a hunt (see the module docs) and writes `summary.json` and `summary.md`. Findings are
-/// returned in the summary (they are data, not errors).
-pub fn run_hunt(cfg: &HuntConfig, control: &HuntControl) -> Result<HuntSummary, HuntError> {
+/// Runs a hunt of `target` (see the module docs) and writes `summary.json` and `summary.md`.
+/// Findings are returned in the summary (they are data, not errors).
+pub fn run_hunt<T: Target>(
+    cfg: &HuntConfig,
+    target: Arc<T>,
+    control: &HuntControl,
+) -> Result<HuntSummary, HuntError> {
     let clock = Timeline::new(cfg.limit);
     let findings_dir = cfg.out.join(FINDINGS_DIR);
     prepare_out(&cfg.out, &findings_dir)?;
@@ -78,11 +84,9 @@ pub fn run_hunt(cfg: &HuntConfig, control: &HuntControl) -> Result<HuntSummary, 
     } else {
         cfg.jobs
     };
-    let generator = cfg.generator.sanitized();
     let ctx = Arc::new(Context {
+        target,
         seed: cfg.seed,
-        generator: generator.clone(),
-        run: cfg.run.clone(),
         findings_dir,
     });
     let saver = Saver::start(Arc::clone(&ctx));
@@ -93,10 +97,10 @@ pub fn run_hunt(cfg: &HuntConfig, control: &HuntControl) -> Result<HuntSummary, 
     // A hunt that ends with external compilers still running (stopped, or past hung cases)
     // kills them: they run in process groups of their own.
     crate::compilers::external::kill_running_commands();
-    let summary = summarize(cfg, &generator, jobs, &clock, swept, findings);
+    let summary = summarize(cfg, ctx.target.as_ref(), jobs, &clock, swept, findings);
     pimdiff_atomic::write_file(
         &cfg.out.join(SUMMARY_JSON),
-        corpus::to_json_text(&summary).as_bytes(),
+        to_json_text(&summary).as_bytes(),
     )?;
     pimdiff_atomic::write_file(
         &cfg.out.join(SUMMARY_MD),
@@ -106,14 +110,14 @@ pub fn run_hunt(cfg: &HuntConfig, control: &HuntControl) -> Result<HuntSummary, 
 }
 
 /// Phase 1: the sweep, with every new bucket handed to the saver.
-fn run_sweep(
+fn run_sweep<T: Target>(
     cfg: &HuntConfig,
-    ctx: &Arc<Context>,
+    ctx: &Arc<Context<T>>,
     jobs: usize,
     control: &HuntControl,
     clock: &Timeline,
     saver: &Saver,
-) -> Sweep<Signature> {
+) -> Sweep {
     let bar = progress_bar(control.progress, cfg.limit, cfg.shard);
     let say = |msg: String| {
         if bar.is_hidden() {
@@ -123,9 +127,12 @@ fn run_sweep(
         }
     };
     let c = Arc::clone(ctx);
-    let check: Checker<Signature> = Arc::new(move |k, stage_clock| {
+    let check: Checker = Arc::new(move |k, stage_clock| {
         let case = c.case(k);
-        observe(&check_case_staged(&case, &c.run, Some(stage_clock)))
+        match panic::catch(|| c.target.observe(&c.target.run(&case, stage_clock))) {
+            Ok(o) => o,
+            Err(p) => shrink::panic_observation(&p),
+        }
     });
     let sweep_cfg = SweepConfig {
         limit: cfg.limit,
@@ -136,24 +143,26 @@ fn run_sweep(
         max_stuck: MAX_STUCK,
         grace: STOP_GRACE,
     };
-    let run = &cfg.run;
+    let target = Arc::clone(&ctx.target);
     let result = sweep(
         &sweep_cfg,
         &control.stop,
         check,
-        |stage_clock| stage_clock.overdue(|s| crate::check::stage_limit(run, s)),
-        |stage, limit| observe_outcome(&timeout_outcome(stage, limit)),
+        |stage_clock| stage_clock.overdue(|s| target.stage_limit(s).unwrap_or(Duration::MAX)),
+        |stage, _limit| Observation::finding(timeout_signature(stage)),
         |event| {
             match event {
-            SweepEvent::Found { index, observation } => {
-                if let Some(sig) = &observation.signature {
-                    if observation.kind == Kind::InterpreterPanic {
-                        say(format!(
-                            "INTERPRETER PANIC on case k={index} (a bug in pimdiff itself): {sig}"
-                        ));
-                    }
-                    saver.save(index, sig);
+            SweepEvent::Found {
+                index,
+                signature,
+                observation: _,
+            } => {
+                if signature.kind == Kind::InterpreterPanic {
+                    say(format!(
+                        "INTERPRETER PANIC on case k={index} (a bug in pimdiff itself): {signature}"
+                    ));
                 }
+                saver.save(index, signature);
             }
             SweepEvent::Stuck {
                 index,
@@ -172,41 +181,22 @@ fn run_sweep(
     result
 }
 
-/// What the sweep keeps of a check (the signature with its N-version attribution).
-fn observe(result: &CaseResult) -> Observation<Signature> {
-    Observation {
-        signature: crate::triage::pre_signature(result),
-        ..observe_outcome(&result.outcome)
-    }
-}
-
-/// What the sweep keeps of an outcome.
-fn observe_outcome(outcome: &Outcome) -> Observation<Signature> {
-    Observation {
-        kind: outcome.kind(),
-        signature: outcome.signature(),
-        decline_reason: match outcome {
-            Outcome::Unsupported { reason } | Outcome::BogusUnsupported { reason, .. } => {
-                Some(abstract_message(reason))
-            }
-            _ => None,
-        },
-    }
+/// The signature of a case the watchdog abandoned in `stage`.
+pub fn timeout_signature(stage: Stage) -> Signature {
+    Signature::new(Kind::Timeout, stage.name())
 }
 
 /// Creates `out` and `out/findings`, removes leftovers of an interrupted earlier run, and
 /// refuses a findings directory that already holds findings.
 fn prepare_out(out: &Path, findings_dir: &Path) -> Result<(), HuntError> {
-    std::fs::create_dir_all(findings_dir).map_err(|source| CorpusError::Io {
-        path: findings_dir.to_path_buf(),
-        source,
-    })?;
+    let io = |path: &Path| {
+        let path = path.to_path_buf();
+        move |source| pimdiff_atomic::Error::Io { path, source }
+    };
+    std::fs::create_dir_all(findings_dir).map_err(io(findings_dir))?;
     pimdiff_atomic::clean_temp(out)?;
     pimdiff_atomic::clean_temp(findings_dir)?;
-    let mut entries = std::fs::read_dir(findings_dir).map_err(|source| CorpusError::Io {
-        path: findings_dir.to_path_buf(),
-        source,
-    })?;
+    let mut entries = std::fs::read_dir(findings_dir).map_err(io(findings_dir))?;
     if entries.any(|e| e.is_ok_and(|e| !e.file_name().to_string_lossy().starts_with('.'))) {
         return Err(HuntError::OutNotEmpty {
             path: findings_dir.to_path_buf(),
@@ -216,18 +206,19 @@ fn prepare_out(out: &Path, findings_dir: &Path) -> Result<(), HuntError> {
 }
 
 /// The summary of a finished hunt.
-fn summarize(
+fn summarize<T: Target>(
     cfg: &HuntConfig,
-    generator: &GenConfig,
+    target: &T,
     jobs: usize,
     clock: &Timeline,
-    swept: Sweep<Signature>,
+    swept: Sweep,
     findings: Vec<FindingSummary>,
 ) -> HuntSummary {
     let count = |k: Kind| swept.counts.get(&k).copied().unwrap_or(0);
     let max_share = cfg
         .max_unsupported
-        .unwrap_or_else(|| declines::default_max_share(generator));
+        .or(target.max_unsupported_share())
+        .unwrap_or(1.0);
     let declines = Declines::judge(
         count(Kind::Unsupported) + count(Kind::BogusUnsupported),
         swept.cases_run,
@@ -243,8 +234,14 @@ fn summarize(
     }
     failures.extend(declines.explanation(swept.cases_run));
     let secs = swept.elapsed.as_secs_f64();
+    let case_timeout = [Stage::Oracle, Stage::Compile, Stage::Run]
+        .into_iter()
+        .filter_map(|s| target.stage_limit(s))
+        .min()
+        .unwrap_or(Duration::ZERO);
     HuntSummary {
         pimdiff_version: env!("CARGO_PKG_VERSION").to_string(),
+        target: target.name().to_string(),
         seed: cfg.seed,
         shard: cfg.shard,
         cases_requested: match cfg.limit {
@@ -267,7 +264,7 @@ fn summarize(
         declines,
         failures,
         jobs,
-        case_timeout_s: cfg.run.case_timeout.as_secs_f64(),
+        case_timeout_s: case_timeout.as_secs_f64(),
         cases_per_second: if secs > 0.0 {
             swept.cases_run as f64 / secs
         } else {
@@ -275,7 +272,8 @@ fn summarize(
         },
         sweep_time_s: secs,
         wall_time_s: clock.start.elapsed().as_secs_f64(),
-        compiler: cfg.run.describe_compiler(),
-        generator: generator.clone(),
+        compiler: target.compiler(),
+        generator: target.generator(),
+        details: target.summary_details(),
     }
 }

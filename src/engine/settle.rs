@@ -1,11 +1,11 @@
 //! Phases 2 and 3 of a hunt: from the sweep's buckets to findings on disk.
 //!
-//! Buckets (one per cheap key, each with its lowest index) are merged by their cause (see
-//! `triage::grouping`: ambiguous buckets join the cause one of their explanations signs);
-//! one representative per cause is triaged; representatives whose final causes merge are one
-//! finding. Every decision is made in index order,
-//! so the findings do not depend on thread timing. Timeouts are neither rerun nor minimized:
-//! each rerun of a hung case would cost a thread and the full timeout.
+//! Each bucket (one per signature, with its lowest index) gets its target's cheap cause;
+//! buckets merge by cause (`grouping`: ambiguous buckets join the cause one of their
+//! explanations signs); one representative per cause is triaged (minimized and judged by the
+//! target); representatives whose final causes merge are one finding. Every decision is made
+//! in index order, so the findings do not depend on thread timing. Timeouts are neither rerun
+//! nor minimized: each rerun of a hung case would cost a thread and the full timeout.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -13,39 +13,41 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::config::{HuntConfig, HuntControl, HuntError, Timeline, FINDINGS_DIR};
-use super::early_save::{final_name, Context, Record};
+use super::config::{HuntConfig, HuntControl, HuntError, Timeline};
+use super::early_save::{Context, Record};
+use super::grouping::{final_cause, group_by_cause, Cause, Group};
 use super::jobs::{run_jobs, JobLimits};
+use super::panic;
 use super::plan::case_seed;
 use super::sweep::Sweep;
-use crate::check::{check_case, Signature};
-use crate::corpus::MinimizationStats;
-use crate::engine::grouping::{final_cause, group_by_cause, merge_key, Group};
-use crate::engine::shrink::case_size;
-use crate::finding::summary::FindingSummary;
-use crate::finding::Kind;
-use crate::triage::{self, Budget, Cause, Triaged};
+use super::target::{Budget, Target, Triaged};
+use crate::finding::{
+    final_name, relative_dir, FindingSummary, Kind, MinimizationStats, Signature,
+};
 
-/// One finding being assembled: its final signature, its buckets (indices into the sweep's
+/// One finding being assembled: its final cause, its buckets (indices into the sweep's
 /// firsts, ascending) and the triage of its representative, when there is one.
-struct Final {
-    signature: Signature,
-    localized: bool,
+struct Final<T: Target> {
+    cause: Cause,
     buckets: Vec<usize>,
     /// The bucket whose case `triaged` minimized (the saved case's origin).
     representative: usize,
-    triaged: Option<Triaged>,
+    triaged: Option<Triaged<T>>,
 }
 
+/// The share of a finding's triage budget its cause may spend (a quarter: causes are cheap
+/// signatures, computed on every bucket before grouping).
+const CAUSE_SHARE: u32 = 4;
+
 /// Merges, triages and saves the sweep's buckets; returns the findings in order of their first
-/// case index. `provisional` holds the directories saved during the sweep, per bucket key.
-pub(super) fn settle(
+/// case index. `provisional` holds the directories saved during the sweep, per signature.
+pub(super) fn settle<T: Target>(
     cfg: &HuntConfig,
-    ctx: &Arc<Context>,
+    ctx: &Arc<Context<T>>,
     jobs: usize,
     control: &HuntControl,
     clock: &Timeline,
-    swept: &Sweep<Signature>,
+    swept: &Sweep,
     provisional: &BTreeMap<Signature, PathBuf>,
 ) -> Result<Vec<FindingSummary>, HuntError> {
     let should_end = || clock.triage_over(control);
@@ -58,14 +60,11 @@ pub(super) fn settle(
     let causes = causes(cfg, ctx, jobs, &should_end, swept);
     let groups = group_by_cause(&causes);
     let triaged = triage_all(cfg, ctx, jobs, clock, &should_end, swept, &groups);
-    let mut finals: Vec<Final> = Vec::new();
+    let mut finals: Vec<Final<T>> = Vec::new();
     for (g, t) in groups.into_iter().zip(triaged) {
-        let (signature, localized) = final_cause(&g.cause, t.as_ref());
-        let key = merge_key(&signature, localized);
-        match finals
-            .iter_mut()
-            .find(|f| merge_key(&f.signature, f.localized) == key)
-        {
+        let cause = final_cause(&g.cause, t.as_ref().map(|t| &t.cause));
+        let key = cause.merge_key();
+        match finals.iter_mut().find(|f| f.cause.merge_key() == key) {
             Some(f) => {
                 f.buckets.extend(g.buckets);
                 f.buckets.sort_unstable();
@@ -75,8 +74,7 @@ pub(super) fn settle(
                 }
             }
             None => finals.push(Final {
-                signature,
-                localized,
+                cause,
                 buckets: g.buckets,
                 representative: g.representative,
                 triaged: t,
@@ -96,13 +94,40 @@ pub(super) fn settle(
     Ok(out)
 }
 
-/// The cause of each bucket (its key when it was not reached in time, and for timeouts).
-fn causes(
+/// The budget of one job: its own time from now, and never past the hunt's triage deadline.
+fn job_budget(time: Duration, end: Option<Instant>, max_runs: u64) -> Budget {
+    let own = Instant::now().checked_add(time);
+    let deadline = match (own, end) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    };
+    Budget { deadline, max_runs }
+}
+
+/// How long one job of `time` may run before it is abandoned: its budget, plus two stage
+/// limits of the target (a candidate run in flight when the budget ends), plus slack.
+fn job_limit<T: Target>(target: &T, time: Duration) -> Duration {
+    let stage = [
+        super::watchdog::Stage::Oracle,
+        super::watchdog::Stage::Compile,
+        super::watchdog::Stage::Run,
+    ]
+    .into_iter()
+    .filter_map(|s| target.stage_limit(s))
+    .max()
+    .unwrap_or(Duration::from_secs(60));
+    time.saturating_add(stage.saturating_mul(2))
+        .saturating_add(Duration::from_secs(2))
+}
+
+/// The cause of each bucket (its signature, unlocalized, when it was not reached in time,
+/// and for timeouts).
+fn causes<T: Target>(
     cfg: &HuntConfig,
-    ctx: &Arc<Context>,
+    ctx: &Arc<Context<T>>,
     jobs: usize,
     should_end: &dyn Fn() -> bool,
-    swept: &Sweep<Signature>,
+    swept: &Sweep,
 ) -> Vec<Cause> {
     let items: Vec<(u64, Signature)> = swept
         .firsts
@@ -111,97 +136,89 @@ fn causes(
         .map(|f| (f.index, f.signature.clone()))
         .collect();
     let cancel = Arc::new(AtomicBool::new(false));
-    let time = cfg.minimize.time_budget / 4;
+    let time = cfg.minimize.time_budget / CAUSE_SHARE;
     let limits = JobLimits {
         threads: jobs,
-        per_job: time + 2 * cfg.run.case_timeout,
+        per_job: job_limit(ctx.target.as_ref(), time),
         should_end,
         cancel: Arc::clone(&cancel),
     };
     let c = Arc::clone(ctx);
-    let mut found = run_jobs(items, &limits, move |(k, _sig): (u64, Signature)| {
-        let case = c.case(k);
-        let result = check_case(&case, &c.run);
-        let budget = Budget {
-            deadline: Instant::now().checked_add(time),
-            max_runs: Budget::CAUSE_RUNS,
-        };
-        triage::cause(&case, &result, &c.run, &budget, &cancel)
+    let max_runs = crate::triage::CAUSE_RUNS;
+    let mut found = run_jobs(items, &limits, move |(k, sig): (u64, Signature)| {
+        let budget = job_budget(time, None, max_runs);
+        panic::catch(|| c.target.cause(&c.case(k), &sig, &budget, &cancel)).ok()
     })
     .into_iter();
     swept
         .firsts
         .iter()
         .map(|f| {
-            let key = || Cause {
-                signature: f.signature.clone(),
-                localized: false,
-                also: Vec::new(),
-            };
+            let key = || Cause::unlocalized(f.signature.clone());
             if f.signature.kind == Kind::Timeout {
                 key()
             } else {
-                found.next().flatten().unwrap_or_else(key)
+                found.next().flatten().flatten().unwrap_or_else(key)
             }
         })
         .collect()
 }
 
 /// Triages each cause's representative (none for timeouts); `None` where triage did not
-/// finish in time.
-fn triage_all(
+/// finish in time (or the target panicked in it).
+fn triage_all<T: Target>(
     cfg: &HuntConfig,
-    ctx: &Arc<Context>,
+    ctx: &Arc<Context<T>>,
     jobs: usize,
     clock: &Timeline,
     should_end: &dyn Fn() -> bool,
-    swept: &Sweep<Signature>,
-    reps: &[Group],
-) -> Vec<Option<Triaged>> {
-    let items: Vec<(usize, u64)> = reps
+    swept: &Sweep,
+    groups: &[Group],
+) -> Vec<Option<Triaged<T>>> {
+    let items: Vec<(u64, Cause)> = groups
+        .iter()
+        .filter(|g| g.cause.signature.kind != Kind::Timeout)
+        .map(|g| (swept.firsts[g.representative].index, g.cause.clone()))
+        .collect();
+    let which: Vec<usize> = groups
         .iter()
         .enumerate()
         .filter(|(_, g)| g.cause.signature.kind != Kind::Timeout)
-        .map(|(i, g)| (i, swept.firsts[g.representative].index))
+        .map(|(i, _)| i)
         .collect();
-    let which: Vec<usize> = items.iter().map(|&(i, _)| i).collect();
     let cancel = Arc::new(AtomicBool::new(false));
     let time = cfg.minimize.time_budget;
     let max_runs = cfg.minimize.max_steps as u64;
     let limits = JobLimits {
         threads: jobs,
-        per_job: time + cfg.run.case_timeout + Duration::from_secs(2),
+        per_job: job_limit(ctx.target.as_ref(), time),
         should_end,
         cancel: Arc::clone(&cancel),
     };
     let (c, end) = (Arc::clone(ctx), clock.triage_deadline());
-    let done = run_jobs(items, &limits, move |(_, k): (usize, u64)| {
-        let own = Instant::now().checked_add(time);
-        let deadline = match (own, end) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
-        let budget = Budget { deadline, max_runs };
-        triage::triage(&c.case(k), &c.run, &budget, &cancel)
+    let done = run_jobs(items, &limits, move |(k, cause): (u64, Cause)| {
+        let budget = job_budget(time, end, max_runs);
+        panic::catch(|| c.target.triage(&c.case(k), &cause, &budget, &cancel)).ok()
     });
-    let mut out: Vec<Option<Triaged>> = (0..reps.len()).map(|_| None).collect();
+    let mut out: Vec<Option<Triaged<T>>> = (0..groups.len()).map(|_| None).collect();
     for (i, t) in which.into_iter().zip(done) {
-        out[i] = t;
+        out[i] = t.flatten();
     }
     out
 }
 
 /// Writes one finding as `findings/<number>-<signature>`, then removes the directories the
 /// sweep saved for its buckets (or renames one into place when time is up).
-fn save_final(
-    ctx: &Context,
+fn save_final<T: Target>(
+    ctx: &Context<T>,
     clock: &Timeline,
-    swept: &Sweep<Signature>,
+    swept: &Sweep,
     provisional: &BTreeMap<Signature, PathBuf>,
     number: usize,
-    f: &Final,
+    f: &Final<T>,
 ) -> Result<FindingSummary, HuntError> {
-    let name = final_name(number, &f.signature);
+    let signature = &f.cause.signature;
+    let name = final_name(number, signature);
     let dest = ctx.findings_dir.join(&name);
     let first = &swept.firsts[f.buckets[0]];
     let hurry = clock.triage_deadline().is_some_and(|d| Instant::now() >= d);
@@ -209,44 +226,45 @@ fn save_final(
         .buckets
         .iter()
         .find_map(|&b| provisional.get(&swept.firsts[b].signature));
-    let stats = match (&f.triaged, saved_early) {
+    let (stats, detail, suspects) = match (&f.triaged, saved_early) {
         (Some(t), _) => {
-            ctx.write(
+            let meta = ctx.write(
                 &dest,
-                &Record {
+                &Record::<T> {
                     case: &t.case,
-                    result: &t.result,
-                    signature: &f.signature,
+                    evidence: &t.evidence,
+                    signature,
                     // The case saved is the representative's, minimized.
                     index: swept.firsts[f.representative].index,
-                    minimization: Some(stats_of(t)),
-                    suspects: &t.suspects,
-                    triaged: true,
+                    minimization: Some(t.stats.clone()),
                 },
             )?;
-            stats_of(t)
+            (
+                t.stats.clone(),
+                ctx.target.describe(&t.evidence),
+                meta.suspects.len(),
+            )
         }
         (None, Some(early)) if hurry => {
-            // No time to check it again: the directory saved during the sweep is complete.
+            // No time to run it again: the directory saved during the sweep is complete.
             pimdiff_atomic::rename_dir(early, &dest)?;
-            unminimized(case_size(&ctx.case(first.index)))
+            let size = ctx.target.size(&ctx.case(first.index));
+            (MinimizationStats::unminimized(size), String::new(), 0)
         }
         (None, _) => {
-            let (case, result) = ctx.recheck(first.index, &first.signature);
-            let stats = unminimized(case_size(&case));
-            ctx.write(
+            let (case, evidence) = ctx.recheck(first.index, &first.signature);
+            let stats = MinimizationStats::unminimized(ctx.target.size(&case));
+            let meta = ctx.write(
                 &dest,
-                &Record {
+                &Record::<T> {
                     case: &case,
-                    result: &result,
-                    signature: &f.signature,
+                    evidence: &evidence,
+                    signature,
                     index: first.index,
                     minimization: Some(stats.clone()),
-                    suspects: &[],
-                    triaged: false,
                 },
             )?;
-            stats
+            (stats, ctx.target.describe(&evidence), meta.suspects.len())
         }
     };
     for &b in &f.buckets {
@@ -255,9 +273,9 @@ fn save_final(
         }
     }
     Ok(FindingSummary {
-        dir: format!("{FINDINGS_DIR}/{name}"),
-        signature: f.signature.to_string(),
-        outcome: f.signature.kind.to_string(),
+        dir: relative_dir(&name).to_string_lossy().into_owned(),
+        signature: signature.to_string(),
+        outcome: signature.kind,
         case_index: first.index,
         case_seed: case_seed(ctx.seed, first.index),
         occurrences: f.buckets.iter().map(|&b| swept.firsts[b].occurrences).sum(),
@@ -267,30 +285,9 @@ fn save_final(
             .map(|&b| swept.firsts[b].signature.to_string())
             .collect(),
         triaged: f.triaged.is_some(),
-        localized: f.triaged.as_ref().is_some_and(|t| t.localized),
-        suspects: f.triaged.as_ref().map_or(0, |t| t.suspects.len()),
+        localized: f.triaged.as_ref().is_some_and(|t| t.cause.localized),
+        suspects,
         minimization: stats,
+        detail,
     })
-}
-
-fn stats_of(t: &Triaged) -> MinimizationStats {
-    let m = &t.minimization;
-    MinimizationStats {
-        tried: m.tried,
-        kept: m.kept,
-        original_size: m.original_size,
-        minimized_size: m.minimized_size,
-        cut_short: t.cut_short,
-    }
-}
-
-/// The statistics of a case saved without minimization.
-fn unminimized(size: u64) -> MinimizationStats {
-    MinimizationStats {
-        tried: 0,
-        kept: 0,
-        original_size: size,
-        minimized_size: size,
-        cut_short: true,
-    }
 }

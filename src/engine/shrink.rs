@@ -1,46 +1,42 @@
-//! Minimization of a failing case.
+//! The one minimization loop: greedy, deterministic, bounded, for every target.
 //!
-//! [`shrink_while`] shrinks a case greedily, one *reduction* at a time, keeping a candidate
-//! only when a caller's predicate accepts its [`check_case`] result; [`minimize`] is the
-//! common case, keeping exactly the same [`Signature`] (triage keeps less: see
-//! `crate::triage`). Reductions are tried in the
-//! design's order — batch, spatial size, channels, groups, kernel, stride, dilation, padding,
-//! bias/ReLU, cores, arrays per core, array size — then tensor values are pushed to 0 and
-//! toward 1. Whenever a reduction is kept the pass continues with the smaller case; passes
-//! repeat until one keeps nothing (a fixpoint) or the budget runs out.
+//! [`shrink`] takes a case and a target's *passes* of reductions (for tensor cases: batch,
+//! spatial size, channels, …; for networks: cut after a node, drop a node, …). Each pass lists
+//! the smaller variants of the current case, simplest first; the first one the caller's
+//! predicate keeps replaces the current case and the pass goes on — at that position, when
+//! the lists line up from one case to the next (`resume`: the candidates before it were just
+//! tried and failed), else from its first candidate again; a pass ends when none of its
+//! candidates is kept. Passes repeat until one round keeps nothing (a fixpoint) or the budget
+//! runs out; a pass that restarts and ends without keeping anything has just tried every
+//! candidate of the current case, and is not tried again until another pass changes it.
+//! [`minimize`] is the default triage of a target: shrink while a run still shows the
+//! finding's signature.
 //!
-//! When a shape shrinks, the tensors are *sliced* (the first rows/channels/kernel positions
-//! are kept), so the smaller case keeps as much of the original data as possible. Every
-//! candidate is built with `Case::new`, so it is valid; one that is not is skipped.
-//!
-//! Deterministic: the same case, configuration and signature give the same steps and the
-//! same result (the candidate order is fixed and `check_case` is deterministic), except that
-//! the wall-clock `time_budget` may stop a slow run earlier than another; `max_steps` is the
-//! deterministic bound.
-
-use crate::targets::tensor::reductions;
+//! Deterministic: the same case, passes and predicate give the same steps and the same
+//! result; only the wall-clock `deadline` (and `cancel`) can end a run earlier than another,
+//! and the result says so (`cut_short`). `max_steps` is the deterministic bound.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use pimdiff_oracle::Case;
+use super::grouping::Cause;
+use super::panic;
+use super::target::{Budget, Observation, Target, Triaged};
+use super::watchdog::StageClock;
+use crate::finding::{abstract_message, Kind, MinimizationStats, Signature};
 
-use crate::check::outcome::Signature;
-use crate::check::{check_case, CaseResult, RunConfig};
-pub use crate::targets::tensor::generate::describe_case;
-
-/// Budget of a minimization.
+/// The budget of each finding's minimization in a hunt (`--minimize-time`, and a run cap).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MinimizeConfig {
-    /// Wall-clock limit; the best case so far is returned when it runs out.
+    /// Wall-clock limit; the best case so far is kept when it runs out.
     pub time_budget: Duration,
-    /// Largest number of candidates checked.
+    /// Largest number of candidate runs.
     pub max_steps: usize,
 }
 
 impl Default for MinimizeConfig {
-    /// 10 s and 20,000 candidates: a default-sized case reaches its fixpoint in well under a
-    /// second; the bounds only matter for large cases or slow external compilers.
+    /// 10 s and 20,000 candidates: a default-sized tensor case reaches its fixpoint in well
+    /// under a second; the bounds only matter for large cases or slow external compilers.
     fn default() -> Self {
         MinimizeConfig {
             time_budget: Duration::from_secs(10),
@@ -49,80 +45,23 @@ impl Default for MinimizeConfig {
     }
 }
 
-/// The result of a minimization.
-#[derive(Clone, Debug)]
-pub struct Minimized {
-    /// The smallest case found with the signature.
-    pub case: Case,
-    pub signature: Signature,
-    /// Candidates checked.
-    pub tried: usize,
-    /// Candidates kept (they had the same signature).
-    pub kept: usize,
-    /// One line per kept reduction, e.g. `batch 2 → 1`, plus a last line on why it stopped.
-    pub log: Vec<String>,
-}
-
-/// The size of a case, as minimization measures it: elements of input, weight, bias and
-/// output, plus the number of nonzero input and weight values.
-pub fn case_size(case: &Case) -> u64 {
-    let out: usize = case.spec.output_shape().iter().product();
-    let bias = case.bias.as_ref().map_or(0, |b| b.len());
-    let nonzero = case
-        .input
-        .iter()
-        .chain(case.weight.iter())
-        .filter(|&&v| v != 0)
-        .count();
-    (case.input.len() + case.weight.len() + bias + out + nonzero) as u64
-}
-
-/// Shrinks `case` while `check_case(.., cfg)` keeps `signature` (see the module docs).
-pub fn minimize(
-    case: &Case,
-    cfg: &RunConfig,
-    signature: &Signature,
-    mcfg: &MinimizeConfig,
-) -> Minimized {
-    let deadline = Instant::now().checked_add(mcfg.time_budget);
-    let s = shrink_while(
-        case,
-        &ShrinkOptions {
-            max_steps: mcfg.max_steps,
-            deadline,
-            values: true,
-        },
-        &AtomicBool::new(false),
-        |c| check_case(c, cfg),
-        |_, result| result.signature().as_ref() == Some(signature),
-    );
-    Minimized {
-        case: s.case,
-        signature: signature.clone(),
-        tried: s.tried,
-        kept: s.kept,
-        log: s.log,
-    }
-}
-
-/// Bounds and reductions of [`shrink_while`].
+/// The bounds of [`shrink`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ShrinkOptions {
     /// Largest number of candidates checked (the deterministic bound).
     pub max_steps: usize,
     /// Wall-clock end; the best case so far is returned when it passes.
     pub deadline: Option<Instant>,
-    /// Whether tensor values are reduced too (to 0, then toward ±1), after the shapes. Off,
-    /// the case keeps its values: localization tells a repair from a coincidence better on
-    /// varied values than on zeros and ones.
-    pub values: bool,
+    /// Whether a pass goes on at the position of its last kept candidate (lists that line up
+    /// from one case to the next, as element-wise reductions do) or from its first.
+    pub resume: bool,
 }
 
-/// The result of [`shrink_while`].
+/// The result of [`shrink`].
 #[derive(Clone, Debug)]
-pub struct Shrunk {
-    /// The smallest case found that `keep` accepted (the original when none was).
-    pub case: Case,
+pub struct Shrunk<C> {
+    /// The smallest case found that the predicate kept (the original when none was).
+    pub case: C,
     /// Candidates checked.
     pub tried: usize,
     /// Candidates kept.
@@ -133,41 +72,40 @@ pub struct Shrunk {
     pub cut_short: bool,
 }
 
-/// Shrinks `case` greedily, keeping a candidate when `keep(candidate, check(candidate))`
-/// holds: the engine behind [`minimize`] (where `check` is `check_case` and `keep` compares
-/// signatures), for callers that preserve something else (triage keeps the outcome kind and
-/// guards against drifting into another bug). Candidates come in a fixed order, so
-/// deterministic `check` and `keep` give deterministic results. `cancel` is polled before
-/// every candidate.
-pub fn shrink_while(
-    case: &Case,
+/// Shrinks `start` greedily (see the module docs): `candidates(pass, case)` lists the smaller
+/// variants of `case` that `pass` proposes, each with a log line; `keep(candidate)` says
+/// whether a candidate still shows what must be kept. `cancel` is polled before every
+/// candidate.
+pub fn shrink<C: Clone, P: Copy>(
+    start: &C,
+    passes: &[P],
+    candidates: impl Fn(P, &C) -> Vec<(String, C)>,
     options: &ShrinkOptions,
     cancel: &AtomicBool,
-    mut check: impl FnMut(&Case) -> CaseResult,
-    mut keep: impl FnMut(&Case, &CaseResult) -> bool,
-) -> Shrunk {
+    mut keep: impl FnMut(&C) -> bool,
+) -> Shrunk<C> {
     let mut m = Shrunk {
-        case: case.clone(),
+        case: start.clone(),
         tried: 0,
         kept: 0,
         log: Vec::new(),
         cut_short: false,
     };
-    let out_of_budget = |m: &Shrunk| {
+    let out_of_budget = |m: &Shrunk<C>| {
         m.tried >= options.max_steps
             || options.deadline.is_some_and(|d| Instant::now() >= d)
             || cancel.load(Ordering::Relaxed)
     };
+    // The number of kept candidates when each pass last tried every candidate of the case
+    // without keeping one (restart mode only): a case that has not changed since needs no
+    // second look.
+    let mut clean_at: Vec<Option<usize>> = vec![None; passes.len()];
     loop {
         let mut progress = false;
-        for family in FAMILIES
-            .iter()
-            .filter(|f| options.values || !matches!(f, Family::ZeroValues | Family::UnitValues))
-        {
-            // Apply this family until none of its candidates is kept. After a kept candidate
-            // at position k, the new list resumes at k: the candidates before it were just
-            // tried and failed (for value reductions the lists line up exactly, which keeps
-            // element-by-element shrinking linear; the outer fixpoint loop retries the rest).
+        for (p, &pass) in passes.iter().enumerate() {
+            if clean_at[p] == Some(m.kept) {
+                continue;
+            }
             let mut resume = 0;
             loop {
                 if out_of_budget(&m) {
@@ -179,7 +117,7 @@ pub fn shrink_while(
                     return m;
                 }
                 let mut kept_at = None;
-                for (k, (what, candidate)) in reductions::candidates(*family, &m.case)
+                for (k, (what, candidate)) in candidates(pass, &m.case)
                     .into_iter()
                     .enumerate()
                     .skip(resume)
@@ -188,8 +126,7 @@ pub fn shrink_while(
                         break;
                     }
                     m.tried += 1;
-                    let result = check(&candidate);
-                    if keep(&candidate, &result) {
+                    if keep(&candidate) {
                         m.kept += 1;
                         m.log.push(what);
                         m.case = candidate;
@@ -199,12 +136,18 @@ pub fn shrink_while(
                     }
                 }
                 match kept_at {
-                    Some(k) => resume = k,
-                    None => break,
+                    Some(k) if options.resume => resume = k,
+                    Some(_) => resume = 0,
+                    None => {
+                        if !options.resume && !out_of_budget(&m) {
+                            clean_at[p] = Some(m.kept);
+                        }
+                        break;
+                    }
                 }
             }
         }
-        if !progress {
+        if !progress || (!options.resume && clean_at.iter().all(|c| *c == Some(m.kept))) {
             m.log
                 .push(format!("stopped: fixpoint after {} candidates", m.tried));
             return m;
@@ -212,38 +155,188 @@ pub fn shrink_while(
     }
 }
 
-/// A family of reductions, in the order they are tried.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Family {
-    Batch,
-    Spatial,
-    Groups,
-    Channels,
-    Kernel,
-    Stride,
-    Dilation,
-    Padding,
-    BiasRelu,
-    Cores,
-    ArraysPerCore,
-    ArraySize,
-    ZeroValues,
-    UnitValues,
+/// Runs `case` on `target` and observes it; a panic of the target is a `crash` observation
+/// (see [`panic_observation`]).
+pub fn observe_case<T: Target>(target: &T, case: &T::Case) -> Observation {
+    match panic::catch(|| target.observe(&target.run(case, &StageClock::new()))) {
+        Ok(o) => o,
+        Err(p) => panic_observation(&p),
+    }
 }
 
-const FAMILIES: &[Family] = &[
-    Family::Batch,
-    Family::Spatial,
-    Family::Groups,
-    Family::Channels,
-    Family::Kernel,
-    Family::Stride,
-    Family::Dilation,
-    Family::Padding,
-    Family::BiasRelu,
-    Family::Cores,
-    Family::ArraysPerCore,
-    Family::ArraySize,
-    Family::ZeroValues,
-    Family::UnitValues,
-];
+/// The observation of a panic that escaped a target: a `crash` signed with the abstracted
+/// message and the place it happened, so the same panic on different cases is one finding.
+pub fn panic_observation(p: &panic::Panic) -> Observation {
+    let mut detail = format!("panic: {}", abstract_message(&p.message));
+    if let Some(at) = &p.location {
+        detail.push_str(&format!(" at {at}"));
+    }
+    Observation::finding(Signature::new(Kind::Crash, detail))
+}
+
+/// The default triage of a target (`Target::triage`): shrinks `case` while a run still shows
+/// the cause's signature, then takes the evidence of the smallest case.
+pub fn minimize<T: Target>(
+    target: &T,
+    case: &T::Case,
+    cause: &Cause,
+    budget: &Budget,
+    cancel: &AtomicBool,
+) -> Triaged<T> {
+    let signature = &cause.signature;
+    let passes: Vec<usize> = (0..target.passes()).collect();
+    let shrunk = shrink(
+        case,
+        &passes,
+        |pass, c| target.candidates(pass, c),
+        &ShrinkOptions {
+            max_steps: usize::try_from(budget.max_runs).unwrap_or(usize::MAX),
+            deadline: budget.deadline,
+            resume: false,
+        },
+        cancel,
+        |c| observe_case(target, c).signatures.contains(signature),
+    );
+    let run = panic::catch(|| target.run(&shrunk.case, &StageClock::new())).ok();
+    let evidence = target.evidence(&shrunk.case, run, signature);
+    Triaged {
+        stats: MinimizationStats {
+            tried: shrunk.tried as u64,
+            kept: shrunk.kept as u64,
+            original_size: target.size(case),
+            minimized_size: target.size(&shrunk.case),
+            cut_short: shrunk.cut_short,
+        },
+        case: shrunk.case,
+        cause: cause.clone(),
+        evidence,
+        log: shrunk.log,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Shrinking a list of numbers: drop one element, or halve one.
+    #[allow(clippy::ptr_arg)] // the case type of these tests is `Vec<u32>`
+    fn candidates(pass: u8, v: &Vec<u32>) -> Vec<(String, Vec<u32>)> {
+        (0..v.len())
+            .filter_map(|i| {
+                let mut c = v.clone();
+                match pass {
+                    0 => {
+                        c.remove(i);
+                    }
+                    _ if c[i] > 0 => c[i] /= 2,
+                    _ => return None,
+                }
+                Some((format!("pass {pass} at {i}"), c))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn shrinks_to_a_fixpoint_keeping_what_the_predicate_needs() {
+        let opts = ShrinkOptions {
+            max_steps: 10_000,
+            deadline: None,
+            resume: true,
+        };
+        let keep = |v: &Vec<u32>| v.iter().sum::<u32>() >= 10;
+        let s = shrink(
+            &vec![7, 3, 9, 20],
+            &[0u8, 1],
+            candidates,
+            &opts,
+            &AtomicBool::new(false),
+            keep,
+        );
+        assert_eq!(s.case, vec![10]);
+        assert!(!s.cut_short);
+        assert_eq!(
+            s.log.last().unwrap(),
+            &format!("stopped: fixpoint after {} candidates", s.tried)
+        );
+        // The same inputs give the same steps.
+        let again = shrink(
+            &vec![7, 3, 9, 20],
+            &[0u8, 1],
+            candidates,
+            &opts,
+            &AtomicBool::new(false),
+            keep,
+        );
+        assert_eq!((again.tried, again.kept), (s.tried, s.kept));
+    }
+
+    #[test]
+    fn restarting_passes_end_after_one_clean_scan_of_the_final_case() {
+        let keep = |v: &Vec<u32>| v.iter().sum::<u32>() >= 10;
+        let opts = ShrinkOptions {
+            max_steps: 10_000,
+            deadline: None,
+            resume: false,
+        };
+        let s = shrink(
+            &vec![7, 3, 9, 20],
+            &[0u8],
+            candidates,
+            &opts,
+            &AtomicBool::new(false),
+            keep,
+        );
+        // Kept: drop 7, drop 3, drop 9 (each the first candidate of a restarted scan), then
+        // one clean scan of [20] (1 candidate): no second round.
+        assert_eq!(s.case, vec![20]);
+        assert_eq!((s.kept, s.tried), (3, 4));
+    }
+
+    #[test]
+    fn the_step_bound_and_cancel_cut_it_short() {
+        let keep = |v: &Vec<u32>| !v.is_empty();
+        let opts = ShrinkOptions {
+            max_steps: 2,
+            deadline: None,
+            resume: true,
+        };
+        let s = shrink(
+            &vec![1, 2, 3, 4],
+            &[0u8],
+            candidates,
+            &opts,
+            &AtomicBool::new(false),
+            keep,
+        );
+        assert_eq!((s.tried, s.kept, s.cut_short), (2, 2, true));
+        let opts = ShrinkOptions {
+            max_steps: 100,
+            deadline: None,
+            resume: true,
+        };
+        let s = shrink(
+            &vec![1, 2],
+            &[0u8],
+            candidates,
+            &opts,
+            &AtomicBool::new(true),
+            keep,
+        );
+        assert_eq!((s.tried, s.case), (0, vec![1, 2]));
+    }
+
+    #[test]
+    fn a_panic_is_a_crash_signed_by_message_and_place() {
+        let p = panic::Panic {
+            message: "index 12 out of bounds".into(),
+            location: Some("compiler/src/tiling.rs:324".into()),
+        };
+        assert_eq!(
+            panic_observation(&p).signatures,
+            vec![Signature::new(
+                Kind::Crash,
+                "panic: index N out of bounds at compiler/src/tiling.rs:324"
+            )]
+        );
+    }
+}

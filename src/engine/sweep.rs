@@ -25,43 +25,21 @@
 //! interrupted sweep is, by nature, not reproducible).
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::hash::Hash;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use super::plan::{Limit, Shard};
-use crate::check::{Stage, StageClock};
-use crate::finding::Kind;
-
-/// What one case did, as far as the sweep cares.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Observation<S> {
-    /// The outcome kind, the key of the per-outcome counts.
-    pub kind: Kind,
-    /// The signature (bucket key), for a finding.
-    pub signature: Option<S>,
-    /// The abstracted reason of a decline, for the per-reason counts.
-    pub decline_reason: Option<String>,
-}
-
-impl<S> Observation<S> {
-    /// An observation without a signature or reason.
-    pub fn of_kind(kind: Kind) -> Observation<S> {
-        Observation {
-            kind,
-            signature: None,
-            decline_reason: None,
-        }
-    }
-}
+use super::target::Observation;
+use super::watchdog::{Stage, StageClock};
+use crate::finding::{Kind, Signature};
 
 /// The first (lowest-index) case of one signature.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct FirstSeen<S> {
+pub struct FirstSeen {
     pub index: u64,
-    pub signature: S,
+    pub signature: Signature,
     /// How many cases of the sweep had this signature.
     pub occurrences: u64,
 }
@@ -82,7 +60,7 @@ pub enum SweepEnd {
 
 /// The result of [`sweep`].
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Sweep<S> {
+pub struct Sweep {
     /// Cases resolved (finished or stuck) and counted.
     pub cases_run: u64,
     /// Cases per outcome kind.
@@ -90,7 +68,7 @@ pub struct Sweep<S> {
     /// Declined cases per abstracted reason.
     pub decline_reasons: BTreeMap<String, u64>,
     /// One entry per unique signature, sorted by index.
-    pub firsts: Vec<FirstSeen<S>>,
+    pub firsts: Vec<FirstSeen>,
     pub end: SweepEnd,
     /// Threads abandoned because their case was stuck.
     pub abandoned: usize,
@@ -112,13 +90,15 @@ pub struct SweepProgress<'a> {
 
 /// What the sweep tells its caller while it runs (on the calling thread).
 #[derive(Debug)]
-pub enum SweepEvent<'a, S> {
+pub enum SweepEvent<'a> {
     /// A signature arrived for the first time (in arrival order, which depends on timing:
     /// for saving a finding the moment it is found, not for deciding which case represents
     /// it).
     Found {
         index: u64,
-        observation: &'a Observation<S>,
+        /// The signature met for the first time (one of the observation's).
+        signature: &'a Signature,
+        observation: &'a Observation,
     },
     /// A case overran its stage limit; its thread is abandoned.
     Stuck {
@@ -147,23 +127,22 @@ pub struct SweepConfig {
 }
 
 /// The checker of a sweep: case `k`, recording its stages on the clock.
-pub type Checker<S> = Arc<dyn Fn(u64, &StageClock) -> Observation<S> + Send + Sync>;
+pub type Checker = Arc<dyn Fn(u64, &StageClock) -> Observation + Send + Sync>;
 
 /// Runs this shard's indices within `cfg.limit` (see the module docs). `overdue` says whether
 /// a clock's stage has overrun its limit; `stuck` is the observation of a stuck case.
-pub fn sweep<S, O, T, E>(
+pub fn sweep<O, T, E>(
     cfg: &SweepConfig,
     stop: &AtomicBool,
-    check: Checker<S>,
+    check: Checker,
     overdue: O,
     stuck: T,
     mut on_event: E,
-) -> Sweep<S>
+) -> Sweep
 where
-    S: Eq + Hash + Clone + Send + 'static,
     O: Fn(&StageClock) -> Option<(Stage, Duration)>,
-    T: Fn(Stage, Duration) -> Observation<S>,
-    E: FnMut(SweepEvent<'_, S>),
+    T: Fn(Stage, Duration) -> Observation,
+    E: FnMut(SweepEvent<'_>),
 {
     let start = Instant::now();
     let total = match cfg.limit {
@@ -174,7 +153,7 @@ where
     let mut agg = Aggregate::new();
     let mut stuck_at: Vec<u64> = Vec::new();
     let mut end_j = total.unwrap_or(u64::MAX);
-    let mut arrived: HashSet<S> = HashSet::new();
+    let mut arrived: HashSet<Signature> = HashSet::new();
     let mut stopping: Option<(Instant, SweepEnd)> = None;
     let mut end = SweepEnd::Completed;
     let mut last_progress = Instant::now();
@@ -185,14 +164,12 @@ where
         if watch {
             last_watch = Instant::now();
             for (j, obs) in pool.drain() {
-                if let Some(sig) = &obs.signature {
-                    if arrived.insert(sig.clone()) {
-                        on_event(SweepEvent::Found {
-                            index: cfg.shard.nth(j).unwrap_or(j),
-                            observation: &obs,
-                        });
-                    }
-                }
+                announce(
+                    &mut arrived,
+                    cfg.shard.nth(j).unwrap_or(j),
+                    &obs,
+                    &mut on_event,
+                );
                 agg.pending.entry(j).or_insert(obs);
             }
             for (j, stage, limit) in pool.collect_stuck(&overdue) {
@@ -202,14 +179,12 @@ where
                     limit,
                 });
                 let obs = stuck(stage, limit);
-                if let Some(sig) = &obs.signature {
-                    if arrived.insert(sig.clone()) {
-                        on_event(SweepEvent::Found {
-                            index: cfg.shard.nth(j).unwrap_or(j),
-                            observation: &obs,
-                        });
-                    }
-                }
+                announce(
+                    &mut arrived,
+                    cfg.shard.nth(j).unwrap_or(j),
+                    &obs,
+                    &mut on_event,
+                );
                 agg.pending.insert(j, obs);
                 stuck_at.push(j);
                 stuck_at.sort_unstable();
@@ -270,22 +245,40 @@ where
     agg.finish(end, pool.abandoned, unfinished, start.elapsed())
 }
 
+/// Tells the caller of every signature of `obs` (case `index`) that arrives for the first time.
+fn announce(
+    arrived: &mut HashSet<Signature>,
+    index: u64,
+    obs: &Observation,
+    on_event: &mut impl FnMut(SweepEvent<'_>),
+) {
+    for sig in &obs.signatures {
+        if arrived.insert(sig.clone()) {
+            on_event(SweepEvent::Found {
+                index,
+                signature: sig,
+                observation: obs,
+            });
+        }
+    }
+}
+
 /// How often the coordinator looks at the workers' clocks, the stop flag and the deadline.
 const WATCH_EVERY: Duration = Duration::from_millis(10);
 
 /// Results applied in index order.
-struct Aggregate<S> {
+struct Aggregate {
     /// Every `j` below it is applied.
     watermark: u64,
-    pending: BTreeMap<u64, Observation<S>>,
+    pending: BTreeMap<u64, Observation>,
     cases_run: u64,
     counts: BTreeMap<Kind, u64>,
     decline_reasons: BTreeMap<String, u64>,
     /// signature → (first index, occurrences)
-    firsts: HashMap<S, (u64, u64)>,
+    firsts: HashMap<Signature, (u64, u64)>,
 }
 
-impl<S: Eq + Hash + Clone> Aggregate<S> {
+impl Aggregate {
     fn new() -> Self {
         Aggregate {
             watermark: 0,
@@ -317,13 +310,13 @@ impl<S: Eq + Hash + Clone> Aggregate<S> {
         }
     }
 
-    fn apply(&mut self, k: u64, obs: Observation<S>) {
+    fn apply(&mut self, k: u64, obs: Observation) {
         self.cases_run += 1;
         *self.counts.entry(obs.kind).or_default() += 1;
         if let Some(reason) = obs.decline_reason {
             *self.decline_reasons.entry(reason).or_default() += 1;
         }
-        if let Some(sig) = obs.signature {
+        for sig in obs.signatures {
             let e = self.firsts.entry(sig).or_insert((k, 0));
             e.0 = e.0.min(k);
             e.1 += 1;
@@ -346,8 +339,8 @@ impl<S: Eq + Hash + Clone> Aggregate<S> {
         abandoned: usize,
         unfinished: Vec<u64>,
         elapsed: Duration,
-    ) -> Sweep<S> {
-        let mut firsts: Vec<FirstSeen<S>> = self
+    ) -> Sweep {
+        let mut firsts: Vec<FirstSeen> = self
             .firsts
             .into_iter()
             .map(|(signature, (index, occurrences))| FirstSeen {
@@ -356,7 +349,8 @@ impl<S: Eq + Hash + Clone> Aggregate<S> {
                 occurrences,
             })
             .collect();
-        firsts.sort_by_key(|f| f.index);
+        // By index, and the signatures of one case in their own order (a case can show several).
+        firsts.sort_by(|a, b| (a.index, &a.signature).cmp(&(b.index, &b.signature)));
         Sweep {
             cases_run: self.cases_run,
             counts: self.counts,
@@ -371,14 +365,14 @@ impl<S: Eq + Hash + Clone> Aggregate<S> {
 }
 
 /// One worker's state, shared with the coordinator.
-struct Slot<S> {
+struct Slot {
     clock: StageClock,
     /// The `j` being checked, `u64::MAX` between cases.
     current: AtomicU64,
     /// Results not yet collected by the coordinator. Workers push, the coordinator drains
     /// every [`WATCH_EVERY`]: one uncontended lock per case, and no wake-up of the coordinator
     /// per case (a channel message per case cost more CPU than the rest of the bookkeeping).
-    done: Mutex<Vec<(u64, Observation<S>)>>,
+    done: Mutex<Vec<(u64, Observation)>>,
 }
 
 const IDLE: u64 = u64::MAX;
@@ -391,16 +385,16 @@ enum WorkerState {
 }
 
 /// The worker threads.
-struct Pool<S> {
+struct Pool {
     shared: Arc<Shared>,
-    check: Checker<S>,
+    check: Checker,
     shard: Shard,
     /// Workers announce their exit here (it also wakes the coordinator).
     exits_tx: Sender<usize>,
     exits: Receiver<usize>,
-    workers: Vec<(Arc<Slot<S>>, WorkerState)>,
+    workers: Vec<(Arc<Slot>, WorkerState)>,
     /// Results of abandoned workers from before their stuck case.
-    orphaned: Vec<(u64, Observation<S>)>,
+    orphaned: Vec<(u64, Observation)>,
     abandoned: usize,
 }
 
@@ -412,9 +406,9 @@ struct Shared {
     stop: AtomicBool,
 }
 
-impl<S: Send + 'static> Pool<S> {
+impl Pool {
     /// Starts `cfg.jobs` workers; with `stopped`, they exit at once.
-    fn start(cfg: &SweepConfig, total: Option<u64>, check: Checker<S>, stopped: bool) -> Pool<S> {
+    fn start(cfg: &SweepConfig, total: Option<u64>, check: Checker, stopped: bool) -> Pool {
         let (exits_tx, exits) = mpsc::channel();
         let mut pool = Pool {
             shared: Arc::new(Shared {
@@ -477,7 +471,7 @@ impl<S: Send + 'static> Pool<S> {
     }
 
     /// The results of every worker not abandoned, collected since the last call.
-    fn drain(&mut self) -> Vec<(u64, Observation<S>)> {
+    fn drain(&mut self) -> Vec<(u64, Observation)> {
         let mut out = std::mem::take(&mut self.orphaned);
         for (slot, state) in &self.workers {
             if *state != WorkerState::Abandoned {
@@ -542,7 +536,7 @@ impl<S: Send + 'static> Pool<S> {
 }
 
 /// A worker: takes the next index until the limit or a stop.
-fn work<S>(shared: &Shared, check: &Checker<S>, slot: &Slot<S>, shard: Shard) {
+fn work(shared: &Shared, check: &Checker, slot: &Slot, shard: Shard) {
     loop {
         if shared.stop.load(Ordering::SeqCst) {
             break;

@@ -10,7 +10,8 @@
 //! [`deprioritize`] lowers its scheduling priority as far as it goes so that it takes almost
 //! no CPU from the threads still working, and it ends with the process.
 
-use std::sync::Mutex;
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, TryRecvError};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// A stage of one check.
@@ -90,6 +91,77 @@ impl StageClock {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, ClockState> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// Runs `work` on a thread of its own, recording its stages on a clock that this thread
+/// watches: `Err((stage, limit))` when a stage runs longer than `limit_of(stage)` (the
+/// thread is then abandoned and deprioritized: it cannot be killed). A panic of `work` is
+/// passed on to the caller's thread. Without a thread to spare, `work` runs here, unwatched.
+pub fn run_watched<R: Send + 'static>(
+    work: impl FnOnce(&StageClock) -> R + Send + 'static,
+    limit_of: impl Fn(Stage) -> Duration,
+) -> Result<R, (Stage, Duration)> {
+    let clock = Arc::new(StageClock::new());
+    let (tx, rx) = mpsc::channel();
+    // The work waits in a slot the thread empties: when no thread can be started, the closure
+    // given to it is dropped (and with it the sender), and the work is still here to run.
+    let slot = Arc::new(Mutex::new(Some(work)));
+    let (clock_run, slot_run) = (Arc::clone(&clock), Arc::clone(&slot));
+    let _ = std::thread::Builder::new()
+        .name("pimdiff-watched".into())
+        .spawn(move || {
+            let work = slot_run.lock().ok().and_then(|mut w| w.take());
+            if let Some(work) = work {
+                let outcome =
+                    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work(&clock_run)));
+                clock_run.finish();
+                let _ = tx.send(outcome);
+            }
+        });
+    loop {
+        match wait_for(&rx, Duration::from_millis(20)) {
+            Ok(Ok(result)) => return Ok(result),
+            Ok(Err(panic)) => std::panic::resume_unwind(panic),
+            Err(RecvTimeoutError::Disconnected) => {
+                // No thread was started: run here, unwatched. (A started thread always sends.)
+                let work = slot.lock().ok().and_then(|mut w| w.take());
+                if let Some(work) = work {
+                    return Ok(work(&StageClock::new()));
+                }
+                return Err((Stage::Run, Duration::ZERO));
+            }
+            Err(RecvTimeoutError::Timeout) => {
+                if let Some(over) = clock.overdue(&limit_of) {
+                    clock.deprioritize_thread();
+                    return Err(over);
+                }
+            }
+        }
+    }
+}
+
+/// Waits up to `timeout` for the watched thread's result. On a rayon worker (replay runs
+/// checks on the pool) the wait keeps running the pool's other jobs, since the work itself may
+/// hand work to the same pool (the oracle's large convolutions) and a blocked worker would
+/// starve it.
+fn wait_for<R>(rx: &Receiver<R>, timeout: Duration) -> Result<R, RecvTimeoutError> {
+    if rayon::current_thread_index().is_none() {
+        return rx.recv_timeout(timeout);
+    }
+    let deadline = Instant::now() + timeout;
+    loop {
+        match rx.try_recv() {
+            Ok(r) => return Ok(r),
+            Err(TryRecvError::Disconnected) => return Err(RecvTimeoutError::Disconnected),
+            Err(TryRecvError::Empty) => {}
+        }
+        if Instant::now() >= deadline {
+            return Err(RecvTimeoutError::Timeout);
+        }
+        if rayon::yield_now() != Some(rayon::Yield::Executed) {
+            std::thread::sleep(Duration::from_millis(1));
+        }
     }
 }
 

@@ -1,13 +1,30 @@
-//! The finding vocabulary every target speaks: outcome kinds, signatures, and (in the
-//! modules that write them) finding directories and hunt summaries.
+//! The finding vocabulary every target speaks: outcome kinds, signatures, what a saved case
+//! must do today, `finding.json`, the one finding writer, and the hunt summary.
 //!
 //! A target turns a run of one case into an outcome [`Kind`] and, for a finding, a
 //! [`Signature`]; the engine counts kinds, deduplicates by signature and writes findings and
-//! summaries without knowing which compiler produced them.
+//! summaries with this module, without knowing which compiler produced them.
 
+mod expectation;
 mod kind;
+mod meta;
 mod signature;
 pub mod summary;
+mod writer;
 
+pub use self::expectation::{Expectation, ExpectationParseError, Observed};
 pub use self::kind::{Kind, UnknownKind};
+pub use self::meta::{
+    to_json_text, FindingMeta, MinimizationStats, Origin, FINDING_JSON, META_FORMAT,
+};
 pub use self::signature::{abstract_message, BadSignature, Signature};
+pub use self::summary::{render_summary, FindingSummary, HuntSummary};
+pub use self::writer::{
+    final_name, is_provisional_name, provisional_name, relative_dir, slug, write_finding, write_new,
+};
+
+/// The directory of finding directories inside a hunt's `--out`.
+pub const FINDINGS_DIR: &str = "findings";
+/// The summary files inside a hunt's `--out`.
+pub const SUMMARY_JSON: &str = "summary.json";
+pub const SUMMARY_MD: &str = "summary.md";

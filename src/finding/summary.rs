@@ -1,15 +1,15 @@
-//! `summary.json` and `summary.md`: what a hunt did, in one file each.
+//! `summary.json` and `summary.md`: what a hunt of any target did, in one file each.
+//!
+//! One schema for every target, so that `pimdiff merge` can join the shards of any hunt and a
+//! script can read any summary. What only one target reports goes into `details`.
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::corpus::MinimizationStats;
+use super::{Kind, MinimizationStats};
 use crate::engine::declines::Declines;
-use crate::engine::Shard;
-use crate::engine::SweepEnd;
-use crate::finding::Kind;
-use crate::targets::tensor::generate::GenConfig;
+use crate::engine::{Shard, SweepEnd};
 
 /// One finding of a hunt (one root cause, as far as triage can tell), as listed in the
 /// summary.
@@ -20,22 +20,25 @@ pub struct FindingSummary {
     pub dir: String,
     /// The final signature's display form.
     pub signature: String,
-    pub outcome: String,
+    pub outcome: Kind,
     /// The first (lowest) case index of the finding, and its generator seed.
     pub case_index: u64,
     pub case_seed: u64,
     /// Failing cases of the hunt this finding stands for.
     pub occurrences: u64,
-    /// The sweep's bucket keys (shape signatures) merged into this finding.
+    /// The sweep's bucket keys (signatures before triage) merged into this finding.
     pub buckets: Vec<String>,
-    /// Whether the saved case went through triage (minimization and localization); `false`
-    /// for timeouts and for findings the hunt ran out of time for.
+    /// Whether the saved case went through triage (minimization, and localization where the
+    /// target has it); `false` for timeouts and for findings the hunt ran out of time for.
     pub triaged: bool,
-    /// Whether the signature is a localized cause (rather than a shape).
+    /// Whether the signature is a localized cause (rather than a symptom).
     pub localized: bool,
     /// Suspects named in `finding.json`.
     pub suspects: usize,
     pub minimization: MinimizationStats,
+    /// One line for people about the finding (the target's words), when it has one.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub detail: String,
 }
 
 /// `summary.json`: the whole hunt in one file.
@@ -43,6 +46,9 @@ pub struct FindingSummary {
 #[serde(deny_unknown_fields)]
 pub struct HuntSummary {
     pub pimdiff_version: String,
+    /// The target hunted (`cases`, `pimcomp-nn`, `puma`).
+    #[serde(default = "default_target")]
+    pub target: String,
     pub seed: u64,
     pub shard: Shard,
     /// `--cases N` when the hunt was limited by a case count.
@@ -57,9 +63,9 @@ pub struct HuntSummary {
     /// Cases per outcome kind.
     pub outcomes: BTreeMap<Kind, u64>,
     pub findings: Vec<FindingSummary>,
-    /// Cases whose compile or run overran `--case-timeout` (a `timeout` finding each).
+    /// Cases whose run overran its stage limit (a `timeout` finding each).
     pub timeouts: u64,
-    /// Cases on which the interpreter panicked (a bug of pimdiff itself).
+    /// Cases on which pimdiff's own interpreter panicked (a bug of pimdiff itself).
     pub interpreter_panics: u64,
     /// Threads abandoned in a hung case (they end with the process).
     pub abandoned_threads: usize,
@@ -70,23 +76,36 @@ pub struct HuntSummary {
     /// Why the hunt exits 1, one sentence each (empty: exit 0).
     pub failures: Vec<String>,
     pub jobs: usize,
-    /// `--case-timeout` in seconds.
+    /// The longest a case's stage may run before the watchdog abandons it, in seconds (0:
+    /// the target has no watchdog).
     pub case_timeout_s: f64,
-    /// Cases per second of the sweep (generation, compilation, interpretation, comparison).
+    /// Cases per second of the sweep (generation, compilation, run, check).
     pub cases_per_second: f64,
     /// Seconds spent running cases, and in total (with triage and saving).
     pub sweep_time_s: f64,
     pub wall_time_s: f64,
-    /// `CompilerUnderTest::describe()`.
+    /// The compiler under test, in words.
     pub compiler: String,
-    pub generator: GenConfig,
+    /// The generator's configuration.
+    pub generator: serde_json::Value,
+    /// What only this hunt's target reports (a pipeline mode, say).
+    #[serde(default, skip_serializing_if = "serde_json::Value::is_null")]
+    pub details: serde_json::Value,
+}
+
+fn default_target() -> String {
+    "cases".to_string()
 }
 
 /// `summary.md`: the summary as a short Markdown document (also printed on stdout).
 pub fn render_summary(s: &HuntSummary) -> String {
     use std::fmt::Write;
     let mut md = String::new();
-    let _ = writeln!(md, "# pimdiff hunt: seed {}, shard {}", s.seed, s.shard);
+    let _ = writeln!(
+        md,
+        "# pimdiff hunt --target {}: seed {}, shard {}",
+        s.target, s.seed, s.shard
+    );
     let _ = writeln!(md);
     if !s.failures.is_empty() {
         let _ = writeln!(md, "**FAILED**:");
@@ -157,16 +176,27 @@ fn outcomes_section(md: &mut String, s: &HuntSummary) {
 fn declines_section(md: &mut String, s: &HuntSummary) {
     use std::fmt::Write;
     let d = &s.declines;
-    let _ = writeln!(
-        md,
-        "## Declined: {} of {} ({:.1} %, allowed {:.1} %: at most {}){}\n",
-        d.declined,
-        s.cases_run,
-        100.0 * d.share,
-        100.0 * d.max_share,
-        d.allowed,
-        if d.exceeded { " — TOO MANY" } else { "" }
-    );
+    if d.max_share >= 1.0 {
+        // A target whose declines never fail the hunt: the check could not judge them.
+        let _ = writeln!(
+            md,
+            "## Unsupported (not checked): {} of {} ({:.1} %)\n",
+            d.declined,
+            s.cases_run,
+            100.0 * d.share
+        );
+    } else {
+        let _ = writeln!(
+            md,
+            "## Declined: {} of {} ({:.1} %, allowed {:.1} %: at most {}){}\n",
+            d.declined,
+            s.cases_run,
+            100.0 * d.share,
+            100.0 * d.max_share,
+            d.allowed,
+            if d.exceeded { " — TOO MANY" } else { "" }
+        );
+    }
     if !d.by_reason.is_empty() {
         let _ = writeln!(md, "| reason | cases |");
         let _ = writeln!(md, "|---|---|");
@@ -212,5 +242,11 @@ fn findings_section(md: &mut String, s: &HuntSummary) {
         );
     }
     let _ = writeln!(md);
+    for f in s.findings.iter().filter(|f| !f.detail.is_empty()) {
+        let _ = writeln!(md, "- `{}`: {}", f.dir, f.detail);
+    }
+    if s.findings.iter().any(|f| !f.detail.is_empty()) {
+        let _ = writeln!(md);
+    }
     let _ = writeln!(md, "Reproduce one with `pimdiff repro OUT/findings/<dir>`.");
 }

@@ -132,6 +132,18 @@ fn outcome_section(r: &mut String, case: &Case, result: &CaseResult) {
                 limit.as_secs_f64()
             );
         }
+        Outcome::Crash {
+            stage,
+            message,
+            location,
+        } => {
+            let _ = writeln!(
+                r,
+                "## Crash\n\nIn-process code of the {stage} stage panicked{}.\n\n```text\n{}\n```\n",
+                location.as_deref().map_or(String::new(), |l| format!(" at `{l}`")),
+                message.trim_end()
+            );
+        }
         Outcome::InterpreterPanic { message } => {
             let _ = writeln!(
                 r,

@@ -31,39 +31,7 @@ use pimdiff_isa::machine::{DeadlockReport, RunOutcome, WaitingFor};
 
 use super::localize::Localization;
 use crate::check::outcome::{MismatchWhat, Outcome, Signature};
-use crate::finding::Kind;
-
-/// A failing run's cause: its signature, whether it is localized (not the shape), and the
-/// other explanations that hold for the same run.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Cause {
-    /// The preferred explanation (see the module docs), or the shape.
-    pub signature: Signature,
-    /// Whether [`Cause::signature`] is a localized cause.
-    pub localized: bool,
-    /// Details of the other explanations that hold (a store one element off and a window
-    /// one column off compute the same output on a 1×1 kernel): such a run is *ambiguous*,
-    /// and the hunt files it under a finding that one of them signs on its own (see
-    /// [`Cause::explains_like`]).
-    pub also: Vec<String>,
-}
-
-impl Cause {
-    /// Whether this run is explained by `other`'s cause (its signature's detail is this run's
-    /// detail or one of its alternatives). The outcome kind does not matter: a store one
-    /// element off is one bug whether a run shows it as a wrong output or as a race.
-    pub fn explains_like(&self, other: &Signature) -> bool {
-        self.localized
-            && (self.signature.detail == other.detail || self.also.contains(&other.detail))
-    }
-
-    /// The key findings are merged on: the detail alone when localized (see
-    /// [`Cause::explains_like`]), else the whole shape signature.
-    pub fn merge_key(&self) -> (Option<Kind>, String) {
-        let kind = (!self.localized).then_some(self.signature.kind);
-        (kind, self.signature.detail.clone())
-    }
-}
+pub use crate::engine::grouping::Cause;
 
 /// Most explanations a cause keeps (its signature and alternatives).
 const MAX_EXPLANATIONS: usize = 4;

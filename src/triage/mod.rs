@@ -41,7 +41,7 @@ mod values;
 mod variants;
 
 use std::sync::atomic::AtomicBool;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use pimdiff_isa::machine::RunOutcome;
 use pimdiff_oracle::Case;
@@ -54,44 +54,20 @@ use crate::check::n_version::attributed;
 use crate::check::outcome::{Outcome, Signature};
 use crate::check::{check_case, CaseResult, RunConfig};
 use crate::compilers::CompileFailure;
-use crate::engine::shrink::{case_size, shrink_while, ShrinkOptions, Shrunk};
+use crate::engine::shrink::{ShrinkOptions, Shrunk};
+use crate::targets::tensor::shrink::{case_size, shrink_case};
 
-/// How much work one call may do.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Budget {
-    /// Wall-clock limit: past it, work stops with the best result so far (marked
-    /// `cut_short`). A result cut short by time may differ between runs; the hunt passes its
-    /// own end (`--duration`) here so that triage never outlives the hunt.
-    pub deadline: Option<Instant>,
-    /// Deterministic limit: the largest number of candidate runs (one `check_case` of a
-    /// minimization candidate, or one interpretation of an edited bundle).
-    pub max_runs: u64,
-}
+pub use crate::engine::Budget;
 
-impl Budget {
-    /// The default for [`cause`]: 3,000 runs, enough for the whole repair catalog on a
-    /// program of a few hundred instructions (a few hundred milliseconds in-process).
-    pub const CAUSE_RUNS: u64 = 3_000;
-    /// The default for [`triage`]: 25,000 runs (minimization and localization together).
-    pub const TRIAGE_RUNS: u64 = 25_000;
-    /// The bound of [`suspects_section`]: the catalog of a minimized program fits many times.
-    pub const REPORT_RUNS: u64 = 5_000;
-    /// The wall-clock bound of [`suspects_section`], for very large unminimized programs.
-    pub const REPORT_TIME: Duration = Duration::from_secs(5);
-
-    /// At most `max_runs` runs and `time` of wall clock from now.
-    pub fn new(max_runs: u64, time: Duration) -> Budget {
-        Budget {
-            deadline: Instant::now().checked_add(time),
-            max_runs,
-        }
-    }
-
-    /// Whether the deadline has passed.
-    pub fn expired(&self) -> bool {
-        self.deadline.is_some_and(|d| Instant::now() >= d)
-    }
-}
+/// The default budget of [`cause`]: 3,000 runs, enough for the whole repair catalog on a
+/// program of a few hundred instructions (a few hundred milliseconds in-process).
+pub const CAUSE_RUNS: u64 = 3_000;
+/// The default budget of [`triage`]: 25,000 runs (minimization and localization together).
+pub const TRIAGE_RUNS: u64 = 25_000;
+/// The bound of [`suspects_section`]: the catalog of a minimized program fits many times.
+pub const REPORT_RUNS: u64 = 5_000;
+/// The wall-clock bound of [`suspects_section`], for very large unminimized programs.
+pub const REPORT_TIME: Duration = Duration::from_secs(5);
 
 /// The result of [`triage`].
 #[derive(Clone, Debug)]
@@ -247,8 +223,8 @@ pub fn attachments(case: &Case, result: &CaseResult) -> Vec<crate::corpus::Attac
 }
 
 /// The `## Suspects` section of a finding's `report.md`: localizes the checked case
-/// (`result` is its `check_case`) within [`Budget::REPORT_RUNS`] runs (and
-/// [`Budget::REPORT_TIME`]) and shows each suspect with the assembly around it. On a minimized
+/// (`result` is its `check_case`) within [`REPORT_RUNS`] runs (and
+/// [`REPORT_TIME`]) and shows each suspect with the assembly around it. On a minimized
 /// case the catalog fits the budget, so the suspects are those [`triage`] returned; a search
 /// cut short says so. Empty for an outcome that is not a
 /// finding or has no program.
@@ -261,7 +237,7 @@ pub fn suspects_section(case: &Case, result: &CaseResult, cfg: &RunConfig) -> St
     };
     let budget = Budget {
         deadline: None,
-        max_runs: Budget::REPORT_RUNS,
+        max_runs: REPORT_RUNS,
     };
     let loc = localize(
         &failure,
@@ -376,25 +352,20 @@ pub fn triage_with(
     let options = ShrinkOptions {
         max_steps: usize::try_from(budget.max_runs / 2).unwrap_or(usize::MAX),
         deadline: budget.deadline,
-        values: false,
+        resume: true,
     };
     let shrink = |keep_shape: Option<&Signature>| {
-        shrink_while(
-            &start,
-            &options,
-            cancel,
-            |c| checker.check(c),
-            |c, r| {
-                let same = match keep_shape {
-                    Some(sig) => r.signature().as_ref() == Some(sig),
-                    None => key_of(r).as_ref() == Some(&key),
-                };
-                same && representative(c, r, &guard, input_matters, cfg)
-            },
-        )
+        shrink_case(&start, false, &options, cancel, |c| {
+            let r = checker.check(c);
+            let same = match keep_shape {
+                Some(sig) => r.signature().as_ref() == Some(sig),
+                None => key_of(&r).as_ref() == Some(&key),
+            };
+            same && representative(c, &r, &guard, input_matters, cfg)
+        })
     };
     let mut shrunk = shrink(None);
-    let spent = |s: &Shrunk| loc0.runs + s.tried as u64;
+    let spent = |s: &Shrunk<Case>| loc0.runs + s.tried as u64;
     let mut done = finish(
         &shrunk.case,
         checker,

@@ -83,6 +83,16 @@ impl Checker for TwoBugs {
                     reason: format!("compile timed out after {limit:?}"),
                 })
             }
+            Err(CompileFailure::Panicked { message, location }) => {
+                return CaseResult {
+                    oracle: Some(oracle),
+                    ..none(Outcome::Crash {
+                        stage: "compile".into(),
+                        message,
+                        location,
+                    })
+                }
+            }
         };
         let (outcome, machine_output) = run_bundle(case, &bundle, &oracle, &self.run);
         CaseResult {
@@ -150,7 +160,7 @@ pub fn mini_hunt<C: Checker + Sync>(
         .map(|&(k, _)| {
             let case = case_from_seed(gen, case_seed(seed, k));
             let result = checker.check(&case);
-            let budget = Budget::new(Budget::CAUSE_RUNS, Duration::from_secs(60));
+            let budget = Budget::new(pimdiff::triage::CAUSE_RUNS, Duration::from_secs(60));
             cause(&case, &result, checker.run_config(), &budget, &cancel)
         })
         .collect();
@@ -165,9 +175,14 @@ pub fn mini_hunt<C: Checker + Sync>(
         .collect();
     let mut by_final: Vec<((Option<pimdiff::finding::Kind>, String), Finding)> = Vec::new();
     for (g, mut t) in groups.iter().zip(triaged) {
-        let (signature, localized) = final_cause(&g.cause, Some(&t));
-        t.signature = signature;
-        t.localized = localized;
+        let found = Cause {
+            signature: t.signature.clone(),
+            localized: t.localized,
+            also: t.also.clone(),
+        };
+        let c = final_cause(&g.cause, Some(&found));
+        t.signature = c.signature;
+        t.localized = c.localized;
         let key = merge_key(&t.signature, t.localized);
         let n: u64 = g.buckets.iter().map(|&b| firsts[b].1).sum();
         let k = firsts[g.buckets[0]].0;

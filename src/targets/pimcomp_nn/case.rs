@@ -5,9 +5,8 @@ use serde::Serialize;
 use super::compile::{compile, CompileRun, CompilerSetup, Pipeline};
 use super::cross;
 use super::outcome::{check_outcome, compile_outcome, severity, CaseOutcome, NodeSeen};
-use crate::engine::case_seed;
-use crate::finding::Kind;
-use crate::targets::pimcomp_nn::network::{network_from_seed, NetConfig, Network};
+use crate::finding::{Kind, Signature};
+use crate::targets::pimcomp_nn::network::{NetConfig, Network};
 
 /// The value `time()` returns while case `case_seed` compiles: a fixed date plus a
 /// seed-dependent number of seconds (under four years), recorded in every finding.
@@ -17,8 +16,8 @@ pub fn pin_time(case_seed: u64) -> u64 {
 
 /// The pipeline a finding is filed under: the one its signature names (`element` for a
 /// `cross-mode` finding, which compiles both: [`finding_pipelines`]).
-pub fn finding_pipeline(signature: &str) -> Pipeline {
-    if is_cross(signature) || signature.contains("/element/") {
+pub fn finding_pipeline(signature: &Signature) -> Pipeline {
+    if is_cross(signature) || signature.detail.starts_with("element/") {
         Pipeline::Element
     } else {
         Pipeline::Batch
@@ -26,13 +25,13 @@ pub fn finding_pipeline(signature: &str) -> Pipeline {
 }
 
 /// Whether `signature` is a `cross-mode` finding's (batch and element compared).
-pub fn is_cross(signature: &str) -> bool {
-    signature.starts_with("cross-mode/")
+pub fn is_cross(signature: &Signature) -> bool {
+    signature.kind == Kind::CrossMode
 }
 
 /// Every pipeline a finding of `signature` compiles (and saves): both for a `cross-mode`
 /// finding, batch first, else the signature's own.
-pub fn finding_pipelines(signature: &str) -> Vec<Pipeline> {
+pub fn finding_pipelines(signature: &Signature) -> Vec<Pipeline> {
     if is_cross(signature) {
         vec![Pipeline::Batch, Pipeline::Element]
     } else {
@@ -43,7 +42,6 @@ pub fn finding_pipelines(signature: &str) -> Vec<Pipeline> {
 /// What every case of one hunt shares.
 #[derive(Clone, Debug)]
 pub struct CaseContext {
-    pub seed: u64,
     pub net: NetConfig,
     pub setup: CompilerSetup,
     pub pipelines: Vec<Pipeline>,
@@ -63,16 +61,11 @@ pub struct CaseResult {
 #[derive(Clone, Debug, Serialize)]
 pub struct CaseSummary {
     pub kind: Kind,
-    pub signatures: Vec<String>,
+    pub signatures: Vec<Signature>,
     pub decline: Option<String>,
 }
 
 impl CaseContext {
-    pub fn network(&self, k: u64) -> (Network, u64) {
-        let s = case_seed(self.seed, k);
-        (network_from_seed(&self.net, s), s)
-    }
-
     /// Compiles and checks `network` in `pipeline`; keeps the compile's files when `keep`.
     pub fn run_one(
         &self,
@@ -158,7 +151,7 @@ impl CaseContext {
         &self,
         network: &Network,
         case_seed: u64,
-        signature: &str,
+        signature: &Signature,
         keep: bool,
     ) -> (CaseOutcome, Vec<(Pipeline, CompileRun)>) {
         let pipelines = finding_pipelines(signature);
@@ -178,13 +171,12 @@ impl CaseContext {
         }
     }
 
-    /// Case `k` in every pipeline of the hunt.
-    pub fn run_case(&self, k: u64, keep: bool) -> CaseResult {
-        let (network, s) = self.network(k);
-        let (outcomes, cross) = self.run_pipelines(&network, s, &self.pipelines, keep);
+    /// Network `network` (of case seed `case_seed`) in every pipeline of the hunt.
+    pub fn run_case(&self, network: &Network, case_seed: u64, keep: bool) -> CaseResult {
+        let (outcomes, cross) = self.run_pipelines(network, case_seed, &self.pipelines, keep);
         CaseResult {
-            network,
-            case_seed: s,
+            network: network.clone(),
+            case_seed,
             outcomes,
             cross,
         }

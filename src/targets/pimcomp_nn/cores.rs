@@ -8,6 +8,7 @@
 //! the program whose `core_cnt` is the highest core index + 1, which our loader accepts (the
 //! cores in between are idle), so that other defects of the same network are not masked.
 
+use crate::finding::{Kind, Signature};
 use std::io::{BufReader, Read, Write};
 use std::path::Path;
 
@@ -35,13 +36,16 @@ impl CoreCensus {
 
     /// The deduplication key of the finding: how the highest index and the number of cores
     /// used compare with `core_cnt` (not the numbers themselves, which vary per network).
-    pub fn signature(&self, pipeline: &str) -> String {
+    pub fn signature(&self, pipeline: &str) -> Signature {
         let used = match self.used.cmp(&self.core_cnt) {
             std::cmp::Ordering::Less => "<",
             std::cmp::Ordering::Equal => "=",
             std::cmp::Ordering::Greater => ">",
         };
-        format!("core-count/{pipeline}/max-index>=core_cnt/used{used}core_cnt")
+        Signature::new(
+            Kind::CoreCount,
+            format!("{pipeline}/max-index>=core_cnt/used{used}core_cnt"),
+        )
     }
 
     /// One line for people.

@@ -23,6 +23,7 @@ use pimdiff_isa::machine::Schedule;
 use serde::Serialize;
 
 use super::outcome::{nodes_seen, NodeSeen};
+use crate::finding::{Kind, Signature};
 use crate::targets::pimcomp_nn::check::{
     self as pimcomp, report, Checked, Mode, Options, PimcompError, Status,
 };
@@ -45,9 +46,9 @@ pub struct CrossDisagreement {
 
 impl CrossDisagreement {
     /// The deduplication key: the operator and how each pipeline's check judged the node.
-    pub fn signature(&self) -> String {
-        format!(
-            "cross-mode/both/{}/batch-{}/element-{}{}",
+    pub fn signature(&self) -> Signature {
+        let detail = format!(
+            "both/{}/batch-{}/element-{}{}",
             self.op,
             status_name(self.batch),
             status_name(self.element),
@@ -56,7 +57,8 @@ impl CrossDisagreement {
             } else {
                 ""
             }
-        )
+        );
+        Signature::new(Kind::CrossMode, detail)
     }
 
     /// One line for people.
@@ -92,7 +94,7 @@ pub struct CrossReport {
 
 impl CrossReport {
     /// One line for people: the agreement and its extent, or the disagreement's signature
-    /// (`cross-mode/…`) and detail.
+    /// (`cross-mode: …`) and detail.
     pub fn line(&self) -> String {
         match &self.disagreement {
             Some(d) => format!("{}: {}", d.signature(), d.detail()),
@@ -275,7 +277,7 @@ impl CrossChecked {
             finding: self.is_finding(),
             nodes_compared: r.nodes_compared,
             explained: r.explained,
-            signature: r.disagreement.as_ref().map(CrossDisagreement::signature),
+            signature: r.disagreement.as_ref().map(|d| d.signature().to_string()),
             detail: r.disagreement.as_ref().map(CrossDisagreement::detail),
             disagreement: &r.disagreement,
         };
@@ -326,8 +328,8 @@ mod tests {
         let d = r.disagreement.unwrap();
         assert_eq!((d.index, d.compared, d.differ), (1, 2, 1));
         assert_eq!(
-            d.signature(),
-            "cross-mode/both/OP_POOL/batch-unchecked/element-degenerate"
+            d.signature().to_string(),
+            "cross-mode: both/OP_POOL/batch-unchecked/element-degenerate"
         );
         assert_eq!(
             d.detail(),
@@ -365,8 +367,8 @@ mod tests {
         let d = compare(&batch, &element).disagreement.unwrap();
         assert!(d.references_differ);
         assert_eq!(
-            d.signature(),
-            "cross-mode/both/OP_CONV/batch-exact/element-exact/references-differ"
+            d.signature().to_string(),
+            "cross-mode: both/OP_CONV/batch-exact/element-exact/references-differ"
         );
         assert!(d
             .detail()
@@ -390,7 +392,7 @@ mod tests {
         element[0].reference = Some(vec![1, 1]);
         assert_eq!(
             compare(&batch, &element).line(),
-            "cross-mode/both/OP_CONV/batch-exact/element-exact/references-differ: node 0 \
+            "cross-mode: both/OP_CONV/batch-exact/element-exact/references-differ: node 0 \
              (n-OP_CONV, OP_CONV): 1 of 2 elements both pipelines observed differ (batch exact, \
              element exact; their references differ)"
         );

@@ -11,26 +11,20 @@
 //! `repro.sh` that recompiles both and runs that comparison. Every directory is written to a
 //! temporary sibling and renamed into place.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
-use serde::Serialize;
+use pimdiff_atomic::Error;
 
 use super::case::{finding_pipelines, is_cross, pin_time, CaseContext};
 use super::compile::{command_line, CompileRun, Pipeline};
 use super::outcome::CaseOutcome;
 use super::reductions::Shrunk;
-use super::PimcompHuntConfig;
-use crate::corpus::{self, CorpusError};
-use crate::engine::{slug, HuntError, Limit, Sweep, SweepEnd, SUMMARY_JSON, SUMMARY_MD};
-use crate::finding::Kind;
+use crate::finding::{to_json_text, write_new, FindingMeta, Kind, Signature};
 use crate::targets::pimcomp_nn::network::Network;
-use pimdiff_atomic::AtomicDir;
 
 /// Everything a finding directory is written from.
 pub struct FindingRecord {
-    pub signature: String,
+    pub signature: Signature,
     pub pipeline: Pipeline,
     pub case_seed: u64,
     pub original: Network,
@@ -44,180 +38,85 @@ pub struct FindingRecord {
     pub runs: Vec<(Pipeline, CompileRun)>,
 }
 
-/// One finding in `summary.json`.
-#[derive(Clone, Debug, Serialize)]
-pub struct PimcompFinding {
-    pub dir: String,
-    pub signature: String,
-    pub outcome: String,
+/// What `finding.json` records beside the common fields (its `details`).
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct PimcompDetails {
     /// The pipeline the finding is filed under (`element` for a `cross-mode` finding).
     pub pipeline: Pipeline,
     /// Every pipeline whose compile the finding saves: `["batch", "element"]` for a
     /// `cross-mode` finding (under `compiler/batch/` and `compiler/element/`), else
     /// `[pipeline]` (under `compiler/`).
     pub pipelines: Vec<Pipeline>,
-    pub case_index: u64,
-    pub case_seed: u64,
+    /// The value `time()` returned while the compiler ran.
     pub pin_time: u64,
-    pub occurrences: u64,
     /// Whether the saved minimized network still shows the signature.
     pub reproduced: bool,
+    /// Nodes, largest channel count and largest spatial size before and after minimization.
     pub minimization: Shrunk,
-    pub detail: String,
 }
 
-/// `summary.json` of a `--target pimcomp-nn` hunt.
-#[derive(Clone, Debug, Serialize)]
-pub struct PimcompHuntSummary {
-    pub pimdiff_version: String,
-    pub target: &'static str,
-    pub mode: String,
-    pub seed: u64,
-    pub shard: crate::engine::Shard,
-    pub cases_requested: Option<u64>,
-    pub duration_requested_s: Option<f64>,
-    pub end: SweepEnd,
-    pub interrupted: bool,
-    pub cases_run: u64,
-    /// Cases per outcome kind (with `--mode both`, a case counts under its most severe
-    /// pipeline outcome).
-    pub outcomes: BTreeMap<Kind, u64>,
-    /// Declined (unsupported) cases per abstracted reason.
-    pub unsupported_reasons: BTreeMap<String, u64>,
-    pub findings: Vec<PimcompFinding>,
-    pub jobs: usize,
-    pub cases_per_second: f64,
-    pub sweep_time_s: f64,
-    pub wall_time_s: f64,
-    pub compiler: String,
-    pub generator: crate::targets::pimcomp_nn::network::NetConfig,
-}
-
-fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> HuntError + '_ {
-    move |source| {
-        HuntError::Corpus(CorpusError::Io {
-            path: path.to_path_buf(),
-            source,
-        })
+fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> Error + '_ {
+    move |source| Error::Io {
+        path: path.to_path_buf(),
+        source,
     }
 }
 
-/// Creates `out/findings`, removes leftovers of interrupted writes, refuses old findings.
-pub fn prepare_out(out: &Path, findings: &Path) -> Result<(), HuntError> {
-    std::fs::create_dir_all(findings).map_err(io_err(findings))?;
-    pimdiff_atomic::clean_temp(out)?;
-    pimdiff_atomic::clean_temp(findings)?;
-    let mut entries = std::fs::read_dir(findings).map_err(io_err(findings))?;
-    if entries.any(|e| e.is_ok_and(|e| !e.file_name().to_string_lossy().starts_with('.'))) {
-        return Err(HuntError::OutNotEmpty {
-            path: findings.to_path_buf(),
-        });
-    }
-    Ok(())
-}
-
-/// Saves a signature's first network the moment the sweep meets it (no recompile).
-pub fn save_early(
-    findings: &Path,
-    index: u64,
-    signature: &str,
-    network: &Network,
-) -> Result<(), HuntError> {
-    let dest = findings.join(format!("k{index}-{}", slug(signature)));
-    if dest.exists() {
-        return Ok(());
-    }
-    let dir = AtomicDir::create(&dest)?;
-    let json = network.to_model_json().unwrap_or_default();
-    write(&dir.path().join("model.json"), json.as_bytes())?;
-    write(
-        &dir.path().join("outcome.json"),
-        corpus::to_json_text(&serde_json::json!({
-            "signature": signature,
-            "case_index": index,
-            "minimized": false,
-        }))
-        .as_bytes(),
-    )?;
-    dir.commit()?;
-    Ok(())
-}
-
-fn write(path: &Path, bytes: &[u8]) -> Result<(), HuntError> {
-    std::fs::write(path, bytes).map_err(io_err(path))
-}
-
-/// Removes the `k<index>-…` directories saved during the sweep.
-pub fn remove_early_dirs(findings: &Path) -> Result<(), HuntError> {
-    for entry in std::fs::read_dir(findings).map_err(io_err(findings))? {
-        let entry = entry.map_err(io_err(findings))?;
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if name.starts_with('k') && entry.path().is_dir() {
-            pimdiff_atomic::remove_dir(&entry.path())?;
-        }
-    }
-    Ok(())
-}
-
-/// Writes finding number `number` and returns its summary entry.
-pub fn save_final(
+/// Writes the files of a finding into `root` (a directory under construction) and fills
+/// the target's fields of `meta`: `model.json` (the minimized network as PIMCOMP-NN reads it),
+/// `original-model.json`, `network.json` (our form, for tools), `outcome.json` (what the run
+/// of the minimized network came to), `compiler/` (the compiles), `check/` (`pimdiff pimcomp
+/// --out` of the program), `repro.sh` and `report.md`.
+pub fn write_files(
     ctx: &CaseContext,
-    findings: &Path,
-    number: usize,
-    index: u64,
-    occurrences: u64,
+    root: &Path,
     r: &FindingRecord,
-) -> Result<PimcompFinding, HuntError> {
-    let name = format!("{number:03}-{}", slug(&r.signature));
-    let dest = findings.join(&name);
-    let dir = AtomicDir::create(&dest)?;
-    let root = dir.path().to_path_buf();
+    meta: &mut FindingMeta,
+) -> Result<(), Error> {
     let pin = pin_time(r.case_seed);
-    let reproduced = r.outcome.has(&r.signature);
-    let model = r.minimized.to_model_json().unwrap_or_default();
-    write(&root.join("model.json"), model.as_bytes())?;
-    let original = r.original.to_model_json().unwrap_or_default();
-    write(&root.join("original-model.json"), original.as_bytes())?;
-    write(
-        &root.join("network.json"),
-        corpus::to_json_text(&r.minimized).as_bytes(),
-    )?;
-    let summary = PimcompFinding {
-        dir: format!("findings/{name}"),
-        signature: r.signature.clone(),
-        outcome: r.signature.split('/').next().unwrap_or("").to_string(),
+    let details = PimcompDetails {
         pipeline: r.pipeline,
         pipelines: finding_pipelines(&r.signature),
-        case_index: index,
-        case_seed: r.case_seed,
         pin_time: pin,
-        occurrences,
-        reproduced,
+        reproduced: r.outcome.has(&r.signature),
         minimization: r.stats.clone(),
-        detail: r.outcome.detail.clone(),
     };
-    let mut record = serde_json::to_value(&summary).unwrap_or_default();
-    record["frames"] = serde_json::to_value(&r.outcome.frames).unwrap_or_default();
-    record["minimized_outcome"] = serde_json::to_value(&r.outcome).unwrap_or_default();
-    write(
+    let model = r.minimized.to_model_json().unwrap_or_default();
+    write_new(&root.join("model.json"), model.as_bytes())?;
+    let original = r.original.to_model_json().unwrap_or_default();
+    write_new(&root.join("original-model.json"), original.as_bytes())?;
+    write_new(
+        &root.join("network.json"),
+        to_json_text(&r.minimized).as_bytes(),
+    )?;
+    write_new(
         &root.join("outcome.json"),
-        corpus::to_json_text(&record).as_bytes(),
+        to_json_text(&r.outcome).as_bytes(),
     )?;
-    let checked = save_compiles(&root, r)?;
-    let repro = repro_script(ctx, &summary.pipelines, pin, r.case_seed);
-    write(&root.join("repro.sh"), repro.as_bytes())?;
-    write(
+    let checked = save_compiles(root, r)?;
+    let repro = repro_script(ctx, &details.pipelines, pin, r.case_seed);
+    write_new(&root.join("repro.sh"), repro.as_bytes())?;
+    write_new(
         &root.join("report.md"),
-        render_report(&summary, r, checked).as_bytes(),
+        render_report(meta, &details, r, checked).as_bytes(),
     )?;
-    dir.commit()?;
-    Ok(summary)
+    if matches!(r.signature.kind, Kind::Crash | Kind::Abort | Kind::Rejected) {
+        meta.message = Some(r.outcome.detail.clone());
+    }
+    meta.frames = r
+        .outcome
+        .frames
+        .iter()
+        .map(|f| format!("{} {}", f.function, f.location))
+        .collect();
+    meta.details = serde_json::to_value(&details).unwrap_or_default();
+    Ok(())
 }
 
 /// Saves the compiles' files under `compiler/` (a `cross-mode` finding: `compiler/batch/` and
 /// `compiler/element/`) and the check's report under `check/`; returns whether the check's
 /// report was written.
-fn save_compiles(root: &Path, r: &FindingRecord) -> Result<bool, HuntError> {
+fn save_compiles(root: &Path, r: &FindingRecord) -> Result<bool, Error> {
     let compiler = root.join("compiler");
     if !is_cross(&r.signature) {
         let Some((_, run)) = r.runs.first() else {
@@ -250,10 +149,9 @@ fn save_compiles(root: &Path, r: &FindingRecord) -> Result<bool, HuntError> {
 
 /// One compile's stdout, stderr and output files (the program, the raised copy the check ran
 /// when there is one, the side table) into `dir`.
-fn save_compile(dir: &Path, run: &CompileRun) -> Result<(), HuntError> {
-    std::fs::create_dir_all(dir).map_err(io_err(dir))?;
-    write(&dir.join("stdout.txt"), run.stdout.as_bytes())?;
-    write(&dir.join("stderr.txt"), run.stderr.as_bytes())?;
+fn save_compile(dir: &Path, run: &CompileRun) -> Result<(), Error> {
+    write_new(&dir.join("stdout.txt"), run.stdout.as_bytes())?;
+    write_new(&dir.join("stderr.txt"), run.stderr.as_bytes())?;
     let raised = run
         .checked_program()
         .filter(|p| Some(p) != run.program().as_ref());
@@ -382,46 +280,54 @@ fn compile_steps(ctx: &CaseContext, pipeline: Pipeline, pin: u64, dir: &str, wha
     )
 }
 
-fn render_report(f: &PimcompFinding, r: &FindingRecord, checked: bool) -> String {
+fn render_report(
+    meta: &FindingMeta,
+    f: &PimcompDetails,
+    r: &FindingRecord,
+    checked: bool,
+) -> String {
+    let origin = meta.origin.as_ref().map_or(String::new(), |o| {
+        format!(
+            "- from case {} of the hunt with seed {} (case seed {})\n",
+            o.case_index, o.hunt_seed, o.case_seed
+        )
+    });
+    let detail = if r.outcome.detail.is_empty() {
+        "no detail"
+    } else {
+        r.outcome.detail.as_str()
+    };
+    let m = &r.stats;
     let mut s = format!(
-        "# PIMCOMP-NN finding: `{}`\n\n- outcome: **{}** ({} pipeline)\n- first seen: case {} \
-         (case seed {}), {} case(s) of the hunt\n- `time()` pinned to {}\n- {}\n- minimized: \
-         {} → {} nodes, largest channel count {} → {}, largest spatial size {} → {} ({} \
-         candidates tried, {} kept{})\n",
-        f.signature,
-        f.outcome,
+        "# PIMCOMP-NN finding: `{}`\n\n- outcome: **{}** ({} pipeline)\n{origin}- `time()` \
+         pinned to {}\n- {detail}\n- minimized: {} → {} nodes, largest channel count {} → {}, \
+         largest spatial size {} → {} ({} candidates tried, {} kept{})\n",
+        r.signature,
+        r.signature.kind,
         f.pipeline.name(),
-        f.case_index,
-        f.case_seed,
-        f.occurrences,
         f.pin_time,
-        if f.detail.is_empty() {
-            "no detail"
-        } else {
-            &f.detail
-        },
-        r.stats.before.0,
-        r.stats.after.0,
-        r.stats.before.1,
-        r.stats.after.1,
-        r.stats.before.2,
-        r.stats.after.2,
-        r.stats.tried,
-        r.stats.kept,
-        if r.stats.cut_short { ", cut short" } else { "" },
+        m.before.0,
+        m.after.0,
+        m.before.1,
+        m.after.1,
+        m.before.2,
+        m.after.2,
+        m.tried,
+        m.kept,
+        if m.cut_short { ", cut short" } else { "" },
     );
     if !f.reproduced {
         s.push_str(&format!(
             "\n**The minimized network did not show the signature again** (it gave `{}`).\n",
             r.outcome
                 .signature
-                .as_deref()
-                .unwrap_or(r.outcome.kind.as_str())
+                .as_ref()
+                .map_or_else(|| r.outcome.kind.to_string(), |g| g.to_string())
         ));
     }
     s.push_str("\n## Reproduce\n\n```sh\nsh repro.sh\n```\n");
-    let cross = is_cross(&f.signature);
-    if r.outcome.signatures().any(|g| g.starts_with("core-count/")) {
+    let cross = is_cross(&r.signature);
+    if r.outcome.signatures().any(|g| g.kind == Kind::CoreCount) {
         s.push_str(&format!(
             "\nThe program names a core beyond its `core_cnt`, so `pimdiff pimcomp` refuses it \
              (that refusal reproduces the finding); the hunt checked the numerics on \
@@ -457,98 +363,4 @@ fn render_report(f: &PimcompFinding, r: &FindingRecord, checked: bool) -> String
         s.push_str("\nThe check's report is in `check/report.md`.\n");
     }
     s
-}
-
-/// The summary of a finished hunt.
-pub fn summarize(
-    cfg: &PimcompHuntConfig,
-    jobs: usize,
-    swept: &Sweep<Vec<String>>,
-    findings: Vec<PimcompFinding>,
-    wall: Duration,
-) -> PimcompHuntSummary {
-    let secs = swept.elapsed.as_secs_f64();
-    PimcompHuntSummary {
-        pimdiff_version: env!("CARGO_PKG_VERSION").to_string(),
-        target: "pimcomp-nn",
-        mode: cfg.mode.clone(),
-        seed: cfg.cases.seed,
-        shard: cfg.shard,
-        cases_requested: match cfg.limit {
-            Limit::Cases(n) => Some(n),
-            Limit::Duration(_) => None,
-        },
-        duration_requested_s: match cfg.limit {
-            Limit::Duration(d) => Some(d.as_secs_f64()),
-            Limit::Cases(_) => None,
-        },
-        end: swept.end,
-        interrupted: swept.end == SweepEnd::Interrupted,
-        cases_run: swept.cases_run,
-        outcomes: swept.counts.clone(),
-        unsupported_reasons: swept.decline_reasons.clone(),
-        findings,
-        jobs,
-        cases_per_second: if secs > 0.0 {
-            swept.cases_run as f64 / secs
-        } else {
-            0.0
-        },
-        sweep_time_s: secs,
-        wall_time_s: wall.as_secs_f64(),
-        compiler: cfg.cases.setup.bin.display().to_string(),
-        generator: cfg.cases.net.clone(),
-    }
-}
-
-/// Writes `summary.json` and `summary.md`.
-pub fn write_summary(out: &Path, s: &PimcompHuntSummary) -> Result<(), HuntError> {
-    pimdiff_atomic::write_file(&out.join(SUMMARY_JSON), corpus::to_json_text(s).as_bytes())?;
-    pimdiff_atomic::write_file(&out.join(SUMMARY_MD), render_summary(s).as_bytes())?;
-    Ok(())
-}
-
-/// `summary.md`.
-pub fn render_summary(s: &PimcompHuntSummary) -> String {
-    let mut md = format!(
-        "# pimdiff hunt --target pimcomp-nn --mode {} --seed {}\n\n{} cases in {:.1} s ({:.2} \
-         networks/s, {} jobs), sweep ended: {:?}\n\n| outcome | cases |\n|---|---|\n",
-        s.mode, s.seed, s.cases_run, s.sweep_time_s, s.cases_per_second, s.jobs, s.end
-    );
-    for (k, v) in &s.outcomes {
-        md.push_str(&format!("| {k} | {v} |\n"));
-    }
-    md.push_str(&format!("\n{} distinct finding(s)\n\n", s.findings.len()));
-    if !s.findings.is_empty() {
-        md.push_str(
-            "| dir | signature | cases | nodes | channels | spatial |\n|---|---|---|---|---|---|\n",
-        );
-        for f in &s.findings {
-            let m = &f.minimization;
-            md.push_str(&format!(
-                "| {} | `{}` | {} | {} → {} | {} → {} | {} → {} |\n",
-                f.dir,
-                f.signature,
-                f.occurrences,
-                m.before.0,
-                m.after.0,
-                m.before.1,
-                m.after.1,
-                m.before.2,
-                m.after.2
-            ));
-        }
-    }
-    if !s.unsupported_reasons.is_empty() {
-        md.push_str("\n## Unsupported (not checked)\n\n");
-        for (k, v) in &s.unsupported_reasons {
-            md.push_str(&format!("- {v}× {k}\n"));
-        }
-    }
-    md
-}
-
-/// Where a finding's saved files are, for tests.
-pub fn finding_dir(out: &Path, f: &PimcompFinding) -> PathBuf {
-    out.join(&f.dir)
 }

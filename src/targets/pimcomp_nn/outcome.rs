@@ -23,7 +23,7 @@ use std::path::Path;
 
 use super::compile::{frames, CompileRun, CompilerSetup, Exit, Frame, Pipeline, RAISED_PROGRAM};
 use super::cores::{self, CoreCensus};
-use crate::finding::{abstract_message, Kind};
+use crate::finding::{abstract_message, Kind, Signature};
 use crate::targets::pimcomp_nn::check::{self as pimcomp, Checked, Control, PimcompError, Status};
 
 /// What one compile and check came to.
@@ -33,7 +33,7 @@ pub struct CaseOutcome {
     /// `pass`, `mismatch`, `disagreement`, `crash`, `abort`, `hang`, `rejected`, `unsupported`.
     pub kind: Kind,
     /// The deduplication key of a finding (`None` for pass and unsupported).
-    pub signature: Option<String>,
+    pub signature: Option<Signature>,
     /// One line for people: the message, the wrong node, the reason.
     pub detail: String,
     /// Crash frames (all of them; the signature uses the top three inside PIMCOMP-NN).
@@ -41,7 +41,7 @@ pub struct CaseOutcome {
     /// Further findings of the same compile beside `signature` (a `core-count` finding of a
     /// program whose numerics also mismatch).
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub also: Vec<String>,
+    pub also: Vec<Signature>,
     /// Why the numerics were not checked, for an outcome that is not `unsupported` itself
     /// (a `core-count` finding whose raised copy the check could not judge).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -53,7 +53,7 @@ impl CaseOutcome {
     pub fn new(
         pipeline: Pipeline,
         kind: Kind,
-        signature: Option<String>,
+        signature: Option<Signature>,
         detail: String,
     ) -> CaseOutcome {
         CaseOutcome {
@@ -68,12 +68,12 @@ impl CaseOutcome {
     }
 
     /// Every finding signature of this outcome.
-    pub fn signatures(&self) -> impl Iterator<Item = &String> {
+    pub fn signatures(&self) -> impl Iterator<Item = &Signature> {
         self.signature.iter().chain(&self.also)
     }
 
     /// Whether `signature` is among this outcome's findings.
-    pub fn has(&self, signature: &str) -> bool {
+    pub fn has(&self, signature: &Signature) -> bool {
         self.signatures().any(|s| s == signature)
     }
 }
@@ -144,7 +144,7 @@ pub fn compile_outcome(
     run: &CompileRun,
 ) -> Option<CaseOutcome> {
     let p = pipeline.name();
-    let make = |kind, signature: Option<String>, detail: String, frames| {
+    let make = |kind, signature: Option<Signature>, detail: String, frames| {
         Some(CaseOutcome {
             frames,
             ..CaseOutcome::new(pipeline, kind, signature, detail)
@@ -165,7 +165,7 @@ pub fn compile_outcome(
                 (Kind::Crash, String::new())
             };
             let sig = format!(
-                "{kind}/{p}/{}/{}{}",
+                "{p}/{}/{}{}",
                 signal_name(*signal),
                 if head.is_empty() {
                     String::new()
@@ -190,17 +190,17 @@ pub fn compile_outcome(
                     )),
                 last_message(run)
             );
-            make(kind, Some(sig), detail, frames)
+            make(kind, Some(Signature::new(kind, sig)), detail, frames)
         }
         Exit::Timeout { seconds } => make(
             Kind::Hang,
-            Some(format!("hang/{p}/timeout")),
+            Some(Signature::new(Kind::Hang, format!("{p}/timeout"))),
             format!("no exit within {seconds:.0} s"),
             Vec::new(),
         ),
         Exit::Memory { mib } => make(
             Kind::Hang,
-            Some(format!("hang/{p}/memory")),
+            Some(Signature::new(Kind::Hang, format!("{p}/memory"))),
             format!("resident memory {mib} MiB over the watchdog's limit"),
             Vec::new(),
         ),
@@ -208,7 +208,10 @@ pub fn compile_outcome(
             let msg = last_message(run);
             make(
                 Kind::Rejected,
-                Some(format!("rejected/{p}/{}", abstract_message(&msg))),
+                Some(Signature::new(
+                    Kind::Rejected,
+                    format!("{p}/{}", abstract_message(&msg)),
+                )),
                 format!("exit {code}, no program: {msg}"),
                 Vec::new(),
             )
@@ -293,10 +296,9 @@ fn check_program(
             let op = |t: &str| t.split_whitespace().next().unwrap_or("").to_string();
             let o = outcome(
                 Kind::Disagreement,
-                Some(format!(
-                    "disagreement/{p}/misaligned/{}/{}",
-                    op(&program),
-                    op(&table)
+                Some(Signature::new(
+                    Kind::Disagreement,
+                    format!("{p}/misaligned/{}/{}", op(&program), op(&table)),
                 )),
                 format!("program and side table do not line up: `{program}` vs {table}"),
             );
@@ -339,7 +341,7 @@ fn judge(pipeline: Pipeline, c: &Checked) -> CaseOutcome {
         let k = c.outcome.kind();
         return outcome(
             Kind::Mismatch,
-            Some(format!("mismatch/{p}/run-{k}")),
+            Some(Signature::new(Kind::Mismatch, format!("{p}/run-{k}"))),
             format!("the program's run ended in a {k}"),
         );
     }
@@ -372,9 +374,9 @@ fn judge(pipeline: Pipeline, c: &Checked) -> CaseOutcome {
         let mut sig = if writers.is_empty() && moved {
             // The pattern names the defect better than how the node was observed or how many
             // of its elements happened to differ.
-            format!("mismatch/{p}/{}/channels-permuted", v.op)
+            format!("{p}/{}/channels-permuted", v.op)
         } else {
-            format!("mismatch/{p}/{}/{check}/{share}", v.op)
+            format!("{p}/{}/{check}/{share}", v.op)
         };
         if !writers.is_empty() {
             sig.push('/');
@@ -382,7 +384,7 @@ fn judge(pipeline: Pipeline, c: &Checked) -> CaseOutcome {
         }
         return outcome(
             Kind::Mismatch,
-            Some(sig),
+            Some(Signature::new(Kind::Mismatch, sig)),
             format!(
                 "node {} ({}, {}): {} of {} elements differ",
                 v.index, v.name, v.op, v.mismatches, v.compared
@@ -394,7 +396,10 @@ fn judge(pipeline: Pipeline, c: &Checked) -> CaseOutcome {
         let op = d.text.split_whitespace().next().unwrap_or("");
         return outcome(
             Kind::Disagreement,
-            Some(format!("disagreement/{p}/{}/{op}/{}", v.op, d.field)),
+            Some(Signature::new(
+                Kind::Disagreement,
+                format!("{p}/{}/{op}/{}", v.op, d.field),
+            )),
             format!(
                 "node {} ({}): `{}` {} is {} in the program, {} in the side table",
                 v.index, v.name, d.text, d.field, d.program, d.table

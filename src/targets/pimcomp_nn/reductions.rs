@@ -1,16 +1,19 @@
 //! Shrinking a finding's network while its signature holds.
 //!
-//! Greedy and deterministic: the candidates of [`candidates`] are tried in a fixed order
-//! (cut the network after a node, drop a node or a branch, then fewer channels, a smaller
-//! input, smaller kernels, stride 1, no pads, no groups); the first one that is well formed and
-//! keeps the signature is taken and the search restarts from it, until no candidate keeps it
-//! or the time bound or the run budget is spent. The predicate (a compile and a check) is the
-//! caller's, so tests can minimize against a pure function.
+//! Greedy and deterministic, on the engine's one minimization loop (`engine::shrink`): the
+//! candidates of [`candidates`] are tried in a fixed order (cut the network after a node, drop
+//! a node or a branch, then fewer channels, a smaller input, smaller kernels, stride 1, no
+//! pads, no groups); the first one that is well formed and keeps the signature is taken and
+//! the search restarts from it, until no candidate keeps it or the time bound or the run
+//! budget is spent. The predicate (a compile and a check) is the caller's, so tests can
+//! minimize against a pure function.
 
+use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
 use serde::Serialize;
 
+use crate::engine::shrink::{shrink, ShrinkOptions};
 use crate::targets::pimcomp_nn::network::{NetNode, NetOp, Network};
 
 /// What a minimization did.
@@ -26,41 +29,49 @@ pub struct Shrunk {
     pub cut_short: bool,
 }
 
-/// Shrinks `net` while `keeps` holds (see the module docs).
+/// Shrinks `net` while `keeps` holds (see the module docs), with the engine's one driver:
+/// after each kept candidate the search restarts from the first candidate of the smaller
+/// network (`resume: false`), so the path is the one the recorded findings replay.
 pub fn minimize(
     net: &Network,
     deadline: Option<Instant>,
     max_runs: u64,
-    mut keeps: impl FnMut(&Network) -> bool,
+    keeps: impl FnMut(&Network) -> bool,
 ) -> (Network, Shrunk) {
-    let mut best = net.clone();
-    let mut stats = Shrunk {
-        tried: 0,
-        kept: 0,
+    let s = shrink(
+        net,
+        &[()],
+        |(), n| valid_candidates(n),
+        &ShrinkOptions {
+            max_steps: usize::try_from(max_runs).unwrap_or(usize::MAX),
+            deadline,
+            resume: false,
+        },
+        &AtomicBool::new(false),
+        keeps,
+    );
+    let stats = Shrunk {
+        tried: s.tried as u64,
+        kept: s.kept as u64,
         before: net.size(),
-        after: net.size(),
-        cut_short: false,
+        after: s.case.size(),
+        cut_short: s.cut_short,
     };
-    'outer: loop {
-        for cand in candidates(&best) {
-            if deadline.is_some_and(|d| Instant::now() >= d) || stats.tried >= max_runs {
-                stats.cut_short = true;
-                break 'outer;
-            }
-            if cand == best || cand.shapes().is_err() {
-                continue;
-            }
-            stats.tried += 1;
-            if keeps(&cand) {
-                stats.kept += 1;
-                best = cand;
-                continue 'outer;
-            }
-        }
-        break;
-    }
-    stats.after = best.size();
-    (best, stats)
+    (s.case, stats)
+}
+
+/// The candidates of [`candidates`] that differ from `net` and are well formed, each with a
+/// log line naming its size.
+pub fn valid_candidates(net: &Network) -> Vec<(String, Network)> {
+    candidates(net)
+        .into_iter()
+        .filter(|c| c != net && c.shapes().is_ok())
+        .map(|c| {
+            let (nodes, channels, spatial) = c.size();
+            let line = format!("{nodes} nodes, {channels} channels at most, spatial {spatial}");
+            (line, c)
+        })
+        .collect()
 }
 
 /// Removes nodes that do not reach the last node, renumbering providers.

@@ -1,18 +1,137 @@
-//! The reductions the minimizer tries: one function per [`Family`], each listing the smaller
-//! cases it can make from the current one, in a fixed order, with a log line each.
+//! Minimizing a tensor case: its size, its reductions, and [`minimize`].
+//!
+//! Reductions are tried in the design's order — batch, spatial size, channels, groups,
+//! kernel, stride, dilation, padding, bias/ReLU, cores, arrays per core, array size — then
+//! tensor values are pushed to 0 and toward 1 (one function per [`Family`], each listing the
+//! smaller cases it can make from the current one, in a fixed order, with a log line each).
+//! The loop is the engine's one driver (`engine::shrink`).
 //!
 //! When a shape shrinks, the tensors are *sliced* (the first rows/channels/kernel positions
 //! are kept, or one is removed), so a smaller case keeps as much of the original data as
 //! possible. Every candidate is rebuilt with `Case::new`; one that is not valid is skipped, as
 //! is one equal to the current case.
 
+use std::sync::atomic::AtomicBool;
+use std::time::Instant;
+
 use ndarray::{s, Array1, ArrayD, Axis};
 use pimdiff_oracle::{Case, CaseArch, CaseSpec, Conv2d, Mvm, Op};
 
-use crate::engine::shrink::Family;
+use crate::check::{check_case, RunConfig, Signature};
+use crate::engine::shrink::{shrink, MinimizeConfig, ShrinkOptions, Shrunk};
+
+/// The result of [`minimize`].
+#[derive(Clone, Debug)]
+pub struct Minimized {
+    /// The smallest case found with the signature.
+    pub case: Case,
+    pub signature: Signature,
+    /// Candidates checked.
+    pub tried: usize,
+    /// Candidates kept (they had the same signature).
+    pub kept: usize,
+    /// One line per kept reduction, e.g. `batch 2 → 1`, plus a last line on why it stopped.
+    pub log: Vec<String>,
+}
+
+/// The size of a case, as minimization measures it: elements of input, weight, bias and
+/// output, plus the number of nonzero input and weight values.
+pub fn case_size(case: &Case) -> u64 {
+    let out: usize = case.spec.output_shape().iter().product();
+    let bias = case.bias.as_ref().map_or(0, |b| b.len());
+    let nonzero = case
+        .input
+        .iter()
+        .chain(case.weight.iter())
+        .filter(|&&v| v != 0)
+        .count();
+    (case.input.len() + case.weight.len() + bias + out + nonzero) as u64
+}
+
+/// Shrinks `case` while `check_case(.., cfg)` keeps `signature`, values included.
+pub fn minimize(
+    case: &Case,
+    cfg: &RunConfig,
+    signature: &Signature,
+    mcfg: &MinimizeConfig,
+) -> Minimized {
+    let s = shrink_case(
+        case,
+        true,
+        &ShrinkOptions {
+            max_steps: mcfg.max_steps,
+            deadline: Instant::now().checked_add(mcfg.time_budget),
+            resume: true,
+        },
+        &AtomicBool::new(false),
+        |c| check_case(c, cfg).signature().as_ref() == Some(signature),
+    );
+    Minimized {
+        case: s.case,
+        signature: signature.clone(),
+        tried: s.tried,
+        kept: s.kept,
+        log: s.log,
+    }
+}
+
+/// Shrinks a tensor case with the engine's driver over the [`FAMILIES`], keeping a candidate
+/// when `keep` holds; `values`: whether tensor values are reduced too (to 0, then toward ±1),
+/// after the shapes. Without, the case keeps its values: localization tells a repair from a
+/// coincidence better on varied values than on zeros and ones.
+pub fn shrink_case(
+    case: &Case,
+    values: bool,
+    options: &ShrinkOptions,
+    cancel: &AtomicBool,
+    keep: impl FnMut(&Case) -> bool,
+) -> Shrunk<Case> {
+    let families: Vec<Family> = FAMILIES
+        .iter()
+        .copied()
+        .filter(|f| values || !matches!(f, Family::ZeroValues | Family::UnitValues))
+        .collect();
+    shrink(case, &families, candidates, options, cancel, keep)
+}
+
+/// A family of reductions, in the order they are tried.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Family {
+    Batch,
+    Spatial,
+    Groups,
+    Channels,
+    Kernel,
+    Stride,
+    Dilation,
+    Padding,
+    BiasRelu,
+    Cores,
+    ArraysPerCore,
+    ArraySize,
+    ZeroValues,
+    UnitValues,
+}
+
+pub const FAMILIES: &[Family] = &[
+    Family::Batch,
+    Family::Spatial,
+    Family::Groups,
+    Family::Channels,
+    Family::Kernel,
+    Family::Stride,
+    Family::Dilation,
+    Family::Padding,
+    Family::BiasRelu,
+    Family::Cores,
+    Family::ArraysPerCore,
+    Family::ArraySize,
+    Family::ZeroValues,
+    Family::UnitValues,
+];
 
 /// The candidates of one family for `case`, each with a log line.
-pub(crate) fn candidates(family: Family, case: &Case) -> Vec<(String, Case)> {
+pub fn candidates(family: Family, case: &Case) -> Vec<(String, Case)> {
     let mut out = Candidates {
         case,
         list: Vec::new(),

@@ -1,10 +1,10 @@
-//! What a corpus entry must do today (`expect` in `finding.json` / `expect.json`).
+//! What a saved case must do today (`expect` in `finding.json` / `expect.json`).
 
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::finding::Kind;
+use super::Kind;
 
 /// Every outcome kind's word, for messages.
 fn kind_words() -> String {
