@@ -102,6 +102,11 @@ pub(super) fn store(
         width
     };
     let src = Registers::check("r1", r1 as u64 + chunk as u64 * stride as u64, width)?;
+    if cx.options.quirks.store_bus_stride && src >= DATA_MEM_START {
+        // The simulator reads a whole bus of data-memory registers, whatever the width
+        // (ima.py, `for num in range (cfg.edram_buswidth / cfg.data_width)`).
+        Registers::check("r1", src as u64, STORE_BUS_STRIDE)?;
+    }
     let first = cx.mem.get(addr);
     if first.valid {
         return Ok(Step::Blocked(WaitingFor::StoreWord {
