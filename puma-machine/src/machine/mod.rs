@@ -147,6 +147,10 @@ pub(crate) struct Matrix {
     cells: Box<[i32]>,
     /// Inputs that meet a nonzero weight.
     live: Box<[bool]>,
+    /// One past the last live input: the inputs beyond meet only zeros.
+    inputs_used: usize,
+    /// Outputs with a nonzero weight (the others are 0 whatever the inputs).
+    live_outputs: Box<[bool]>,
 }
 
 impl Matrix {
@@ -154,6 +158,7 @@ impl Matrix {
         let n = MVMU_DIM;
         let mut cells = vec![0; Weights::LEN];
         let mut live = vec![false; n as usize];
+        let mut live_outputs = vec![false; n as usize];
         for out in 0..n {
             for inp in 0..n {
                 let v = if row_is_input {
@@ -163,18 +168,22 @@ impl Matrix {
                 };
                 cells[(out * n + inp) as usize] = v;
                 live[inp as usize] |= v != 0;
+                live_outputs[out as usize] |= v != 0;
             }
         }
         Matrix {
             cells: cells.into_boxed_slice(),
+            inputs_used: live.iter().rposition(|&l| l).map_or(0, |i| i + 1),
             live: live.into_boxed_slice(),
+            live_outputs: live_outputs.into_boxed_slice(),
         }
     }
 
-    /// The weights of output `out`, by input.
-    pub(crate) fn output_row(&self, out: usize) -> &[i32] {
+    /// The weights of output `out` by input, up to the last live input; `None` for an
+    /// output whose weights are all zero.
+    pub(crate) fn output_row(&self, out: usize) -> Option<&[i32]> {
         let n = MVMU_DIM as usize;
-        &self.cells[out * n..(out + 1) * n]
+        self.live_outputs[out].then(|| &self.cells[out * n..out * n + self.inputs_used])
     }
 
     pub(crate) fn input_is_live(&self, inp: usize) -> bool {

@@ -22,6 +22,14 @@ pub struct RegisterState {
     pub writer: Option<u32>,
 }
 
+/// The reset value of register `addr`: zero for crossbar outputs, nothing elsewhere.
+fn reset_value(addr: u32) -> Option<i64> {
+    let outputs = XBAR_OUT_START..XBAR_OUT_START + MVMUS_PER_CORE * MVMU_DIM;
+    outputs.contains(&addr).then_some(0)
+}
+
+/// The registers, allocated at the first write (most cores of a compiled model only halt,
+/// and a machine is set up for every run).
 pub(crate) struct Registers {
     values: Vec<Option<i64>>,
     /// `pc + 1` of the last writer, 0 for none.
@@ -30,13 +38,16 @@ pub(crate) struct Registers {
 
 impl Registers {
     pub fn new() -> Registers {
-        let mut values = vec![None; REGISTERS as usize];
-        let outputs =
-            XBAR_OUT_START as usize..(XBAR_OUT_START + MVMUS_PER_CORE * MVMU_DIM) as usize;
-        values[outputs].fill(Some(0));
         Registers {
-            values,
-            writers: vec![0; REGISTERS as usize],
+            values: Vec::new(),
+            writers: Vec::new(),
+        }
+    }
+
+    fn materialise(&mut self) {
+        if self.values.is_empty() {
+            self.values = (0..REGISTERS).map(reset_value).collect();
+            self.writers = vec![0; REGISTERS as usize];
         }
     }
 
@@ -54,32 +65,42 @@ impl Registers {
 
     /// The value of an on-map register (checked by [`Registers::check`]).
     pub fn get(&self, addr: u32) -> Option<i64> {
-        self.values[addr as usize]
+        match self.values.get(addr as usize) {
+            Some(v) => *v,
+            None => reset_value(addr),
+        }
+    }
+
+    fn writer(&self, addr: u32) -> u32 {
+        self.writers.get(addr as usize).copied().unwrap_or(0)
     }
 
     /// The value of an operand register, which must hold one.
     pub fn operand(&self, addr: u32) -> Result<i64, FaultKind> {
         self.get(addr).ok_or(FaultKind::UndefinedRegister {
             reg: addr,
-            written: self.writers[addr as usize] != 0,
+            written: self.writer(addr) != 0,
         })
     }
 
     pub fn set(&mut self, addr: u32, value: Option<i64>, pc: u32) {
+        self.materialise();
         self.values[addr as usize] = value;
         self.writers[addr as usize] = pc + 1;
     }
 
     pub fn state(&self, addr: u32) -> RegisterState {
-        let w = self.writers[addr as usize];
         RegisterState {
-            value: self.values[addr as usize],
-            writer: w.checked_sub(1),
+            value: self.get(addr),
+            writer: self.writer(addr).checked_sub(1),
         }
     }
 
-    /// The raw values of registers `start .. start + len` (on the map), for `mvm`.
-    pub fn slice(&self, start: u32, len: u32) -> &[Option<i64>] {
-        &self.values[start as usize..(start + len) as usize]
+    /// The values of registers `start .. start + len` (on the map), for `mvm`.
+    pub fn slice(&self, start: u32, len: u32) -> Vec<Option<i64>> {
+        match self.values.get(start as usize..(start + len) as usize) {
+            Some(values) => values.to_vec(),
+            None => (start..start + len).map(reset_value).collect(),
+        }
     }
 }

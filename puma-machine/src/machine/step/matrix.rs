@@ -33,12 +33,14 @@ pub(super) fn mvm(cx: &mut CoreCx<'_>, mask: Mask, r1: u32, r2: u32) -> Result<S
 fn multiply(cx: &mut CoreCx<'_>, m: u32) -> Result<(), FaultKind> {
     let in_start = XBAR_IN_START + m * MVMU_DIM;
     let out_start = XBAR_OUT_START + m * MVMU_DIM;
-    let inputs: Vec<Option<i64>> = cx.state.regs.slice(in_start, MVMU_DIM).to_vec();
+    let inputs = cx.state.regs.slice(in_start, MVMU_DIM);
     let mut outputs = [0i64; DIM];
     if let Some(matrix) = &cx.mvmus[m as usize] {
         let x: Vec<i128> = inputs.iter().map(|v| v.unwrap_or(0) as i128).collect();
         for (j, out) in outputs.iter_mut().enumerate() {
-            let row = matrix.output_row(j);
+            let Some(row) = matrix.output_row(j) else {
+                continue;
+            };
             let sum: i128 = row.iter().zip(&x).map(|(&w, &x)| w as i128 * x).sum();
             *out = i64::try_from(sum).map_err(|_| FaultKind::MvmOverflow {
                 mvmu: m,
@@ -65,7 +67,7 @@ fn multiply(cx: &mut CoreCx<'_>, m: u32) -> Result<(), FaultKind> {
 /// input `i·r2 + j` ← input `i·r2 + j + r1`; every other input is emptied.
 fn stride(cx: &mut CoreCx<'_>, m: u32, r1: u32, r2: u32) {
     let in_start = XBAR_IN_START + m * MVMU_DIM;
-    let old: Vec<Option<i64>> = cx.state.regs.slice(in_start, MVMU_DIM).to_vec();
+    let old = cx.state.regs.slice(in_start, MVMU_DIM);
     let mut new = vec![None; DIM];
     for i in 0..(MVMU_DIM / r2) {
         for j in 0..r2.saturating_sub(r1) {
