@@ -301,5 +301,12 @@ mod tests {
         assert_eq!(e("set(d1='a\\'')"), (10, SyntaxProblem::Escape));
         assert_eq!(e("mvm([[[[['1']]]]])"), (9, SyntaxProblem::TooDeep));
         assert_eq!(e("set(d1=-)"), (8, SyntaxProblem::BadNumber));
+        // Columns count characters, not bytes.
+        assert_eq!(e("set(d1=\u{e9})"), (8, SyntaxProblem::NotALiteral));
+        assert_eq!(
+            e("s(d1='\u{e9}\u{e9}') x"),
+            (12, SyntaxProblem::TrailingText)
+        );
+        assert_eq!(e("s\u{e9}t()"), (2, SyntaxProblem::Expected("`(`")));
     }
 }

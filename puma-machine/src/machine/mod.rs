@@ -371,7 +371,7 @@ impl<'m> Machine<'m> {
         self.tiles.iter().all(|t| t.unit.halted)
     }
 
-    /// The pc of a unit (its program's length plus nothing once it halted: the halt's pc).
+    /// The pc of a unit: the instruction it runs next, or its halt once it halted.
     pub fn pc(&self, tile: u32, unit: Unit) -> Option<u32> {
         let t = self.tiles.get(tile as usize)?;
         match unit {
