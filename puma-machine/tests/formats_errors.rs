@@ -6,7 +6,7 @@ use std::path::Path;
 
 use pimdiff_puma::formats::{
     load_model, ArgProblem, LoadError, LoadErrorKind, ProgramKind, SyntaxProblem, ValueProblem,
-    WeightProblem, MAX_TILES,
+    WeightProblem, MAX_TILES, MAX_WEIGHTS_FILE_BYTES,
 };
 
 /// A directory with a valid one-tile model `m` (a tile that halts, eight idle cores), plus
@@ -366,6 +366,12 @@ fn weight_files() {
             other => panic!("{text}: {other:?}"),
         }
     }
+    // A file beyond its limit is refused before it is read.
+    let huge = " ".repeat(MAX_WEIGHTS_FILE_BYTES.bytes as usize + 1);
+    assert!(matches!(
+        load_err(&[(name, &huge)]).kind,
+        LoadErrorKind::Input(pimdiff_input::InputError::TooLarge { .. })
+    ));
     // Values may spread over lines; the error names the value's line.
     let mut lines = weights(&zeros[..200]);
     lines.push('\n');

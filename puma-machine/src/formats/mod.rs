@@ -267,16 +267,26 @@ fn read_text(path: &Path, limit: Limit) -> Result<String, LoadError> {
     })
 }
 
+/// One tile's programs and weights (`scan` checked that every file is there; a file that
+/// vanished since is an I/O error of its own).
 fn load_tile(dir: &Path, model: &str, t: u32, files: &TileFiles) -> Result<Tile, LoadError> {
-    let Some(tile_path) = &files.program else {
-        return Err(dir_error(
+    let missing_core = |c: u32| {
+        dir_error(
             dir,
-            LoadErrorKind::MissingTile { tile: t, last: t },
-        ));
+            LoadErrorKind::MissingCore {
+                file: format!("{model}-tile{t}-core{c}.puma"),
+                cores: CORES_PER_TILE,
+            },
+        )
     };
-    let program = parse_tile_program(&read_text(tile_path, MAX_PROGRAM_FILE_BYTES)?, tile_path)?;
+    let tile_path = files
+        .program
+        .clone()
+        .unwrap_or_else(|| dir.join(format!("{model}-tile{t}.puma")));
+    let program = parse_tile_program(&read_text(&tile_path, MAX_PROGRAM_FILE_BYTES)?, &tile_path)?;
     let mut cores = Vec::with_capacity(CORES_PER_TILE as usize);
-    for (&c, path) in &files.cores {
+    for c in 0..CORES_PER_TILE {
+        let path = files.cores.get(&c).ok_or_else(|| missing_core(c))?;
         let text = read_text(path, MAX_PROGRAM_FILE_BYTES)?;
         let mut core = Core::new(parse_core_program(&text, path)?);
         for m in 0..MVMUS_PER_CORE {
@@ -287,10 +297,5 @@ fn load_tile(dir: &Path, model: &str, t: u32, files: &TileFiles) -> Result<Tile,
         }
         cores.push(core);
     }
-    debug_assert_eq!(
-        cores.len(),
-        CORES_PER_TILE as usize,
-        "checked by scan ({model})"
-    );
     Ok(Tile { program, cores })
 }
