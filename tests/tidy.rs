@@ -17,12 +17,14 @@ use syn::visit::Visit;
 const MAX_FN_LINES: usize = 120;
 
 /// The folders whose `.rs` files are library or binary code (not tests, benches or examples).
-const SOURCE_ROOTS: [&str; 6] = [
+const SOURCE_ROOTS: [&str; 8] = [
     "src",
     "compiler/src",
     "isa-interp/src",
+    "puma-machine/src",
     "oracle/src",
     "input/src",
+    "atomic/src",
     "fuzz/fuzz_targets",
 ];
 
@@ -179,8 +181,10 @@ fn committed_text_files() -> Vec<String> {
         "src",
         "compiler",
         "isa-interp",
+        "puma-machine",
         "oracle",
         "input",
+        "atomic",
         "fuzz",
         "tests",
         "benches",
