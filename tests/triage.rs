@@ -274,7 +274,13 @@ fn suspects_of_a_minimized_store_off_by_one() {
     assert!(t.localized && !t.cut_short);
     insta::assert_snapshot!(serde_json::to_string_pretty(&t.suspects).unwrap());
     let result = check_case(&t.case, &cfg);
-    insta::assert_snapshot!(pimdiff::triage::suspects_section(&t.case, &result, &cfg));
+    let judged = pimdiff::triage::judge(
+        &t.case,
+        &result,
+        &cfg,
+        pimdiff::triage::SuspectSource::Localize,
+    );
+    insta::assert_snapshot!(pimdiff::report::suspects_section(&judged));
 }
 
 #[test]

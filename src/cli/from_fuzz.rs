@@ -189,7 +189,7 @@ fn save(
         result.bundle.as_ref(),
         &report,
         &meta,
-        &crate::triage::attachments(&case, &result),
+        &crate::report::attachments(&case, &result),
     )
     .with_context(|| format!("cannot save the finding to {}", args.out_dir.display()))
 }

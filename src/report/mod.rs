@@ -16,71 +16,88 @@ pub mod chipmap;
 pub mod diff;
 pub mod listing;
 pub mod pictures;
+mod suspects;
 pub mod tables;
 
 use std::fmt::Write as _;
 
 use ndarray::ArrayD;
-use pimdiff_compiler::{compile, CompileOptions};
 use pimdiff_isa::bundle::{Bundle, IoManifest};
 use pimdiff_isa::formats::asm;
 use pimdiff_oracle::{Case, Op};
 
 use crate::check::outcome::{Mismatch, Outcome};
 use crate::check::{CaseResult, RunConfig};
-use crate::compilers::CompilerUnderTest;
 use crate::report::diff::{write_bounded_diff, write_fenced, MAX_DIFF_LINES};
 use crate::targets::tensor::generate::describe_case;
+use crate::triage::{judge, Dossier, SuspectSource, Suspects};
 
 /// Values of one output row a report prints before cutting the row short.
 const MAX_ROW_VALUES: usize = 64;
 
-/// Where a report's `## Suspects` section comes from.
-#[derive(Clone, Copy, Debug)]
-pub enum Suspects<'a> {
-    /// Localize the checked case now (bounded; what `repro` and `from-fuzz` do).
-    Localize,
-    /// Triage already localized this case: these are its suspects (a hunt's final findings;
-    /// localizing again would double the cost of every finding).
-    Known(&'a [crate::triage::Suspect]),
-    /// Saved before triage (a hunt's provisional finding): no section; the final finding has
-    /// one.
-    NotYet,
-}
-
-/// The markdown report of one checked case, localizing its suspects now.
+/// The markdown report of one checked case, judged now (suspects localized within a budget):
+/// what `repro`, `from-fuzz` and the fuzz targets write. A hunt renders the dossier its triage
+/// made instead ([`render`]).
 pub fn render_report(case: &Case, result: &CaseResult, cfg: &RunConfig) -> String {
-    render_report_with(case, result, cfg, Suspects::Localize)
+    render(&judge(case, result, cfg, SuspectSource::Localize))
 }
 
-/// The markdown report of one checked case, with its suspects from `suspects`.
-pub fn render_report_with(
-    case: &Case,
-    result: &CaseResult,
-    cfg: &RunConfig,
-    suspects: Suspects<'_>,
-) -> String {
+/// The markdown report of a judged finding: a rendering, nothing in it runs or compiles.
+pub fn render(d: &Dossier) -> String {
+    let (case, result) = (&d.case, &d.result);
     let mut r = String::new();
-    header_section(&mut r, result, cfg);
+    header_section(&mut r, d);
     case_section(&mut r, case);
     outcome_section(&mut r, case, result);
-    if !matches!(suspects, Suspects::NotYet) {
-        r.push_str(&crate::triage::explanation_section(case, result, cfg));
+    if d.suspects != Suspects::NotYet {
+        explanation_section(&mut r, d);
     }
-    match (suspects, &result.bundle) {
-        (Suspects::Localize, _) => r.push_str(&crate::triage::suspects_section(case, result, cfg)),
-        (Suspects::Known(list), Some(bundle)) if result.outcome.is_finding() => {
-            r.push_str(&crate::triage::render_suspects(list, bundle));
-        }
-        _ => {}
-    }
+    r.push_str(&suspects_section(d));
     pictures_section(&mut r, case, result);
-    program_section(&mut r, case, result, cfg);
+    program_section(&mut r, d);
     r
 }
 
-fn header_section(r: &mut String, result: &CaseResult, cfg: &RunConfig) {
-    let outcome = &result.outcome;
+/// The `## Suspects` section of a judged finding: each suspect with why, its fix and the
+/// assembly around it (empty when the dossier has no suspects to show).
+pub fn suspects_section(d: &Dossier) -> String {
+    match (&d.suspects, &d.result.bundle) {
+        (Suspects::Found(list), Some(bundle)) => suspects::render(list, &bundle.program.cores),
+        _ => String::new(),
+    }
+}
+
+/// The files saved beside a finding besides its case and report: the pictures of
+/// [`pictures::planned`] and the exports for the user's toolchain ([`crate::interop`]). A
+/// picture that cannot be drawn is left out (the report says which pictures to expect).
+pub fn attachments(case: &Case, result: &CaseResult) -> Vec<crate::corpus::Attachment> {
+    let pictures = pictures::render_pictures(case, result).unwrap_or_default();
+    let pictures = pictures.into_iter().map(|p| crate::corpus::Attachment {
+        name: p.name.file,
+        bytes: p.svg.into_bytes(),
+    });
+    let exports = crate::interop::export_files(case)
+        .into_iter()
+        .map(|(name, bytes)| crate::corpus::Attachment { name, bytes });
+    pictures.chain(exports).collect()
+}
+
+/// `## What the program computed`: the nearby specification whose oracle output the wrong
+/// output is, when there is one.
+fn explanation_section(r: &mut String, d: &Dossier) {
+    if let Some(e) = &d.explanation {
+        let _ = write!(
+            r,
+            "## What the program computed\n\nThe machine's output is exactly the oracle's \
+             output of this case {}, on this input and on every probe input: the program \
+             {}.\n\n",
+            e.description, e.label
+        );
+    }
+}
+
+fn header_section(r: &mut String, d: &Dossier) {
+    let (result, outcome) = (&d.result, &d.result.outcome);
     let title = match result.signature() {
         Some(sig) => sig.to_string(),
         None => outcome.kind().to_string(),
@@ -90,11 +107,11 @@ fn header_section(r: &mut String, result: &CaseResult, cfg: &RunConfig) {
     if let Some(sig) = result.signature() {
         let _ = writeln!(r, "- signature: `{sig}`");
     }
-    let _ = writeln!(r, "- compiler: {}", cfg.describe_compiler());
+    let _ = writeln!(r, "- compiler: {}", d.compiler);
     let _ = writeln!(
         r,
-        "- schedule: {:?}, step budget {}",
-        cfg.schedule, cfg.step_budget
+        "- schedule: {}, step budget {}",
+        d.schedule, d.step_budget
     );
     let _ = writeln!(r);
 }
@@ -330,7 +347,8 @@ fn differing_rows(r: &mut String, oracle: &ArrayD<i32>, machine: &ArrayD<i32>, o
     }
 }
 
-fn program_section(r: &mut String, case: &Case, result: &CaseResult, cfg: &RunConfig) {
+fn program_section(r: &mut String, d: &Dossier) {
+    let result = &d.result;
     let Some(bundle) = &result.bundle else { return };
     let count: usize = bundle.program.cores.iter().map(Vec::len).sum();
     let _ = writeln!(r, "## Program\n");
@@ -345,43 +363,12 @@ fn program_section(r: &mut String, case: &Case, result: &CaseResult, cfg: &RunCo
         return;
     }
     let failing = asm::print(&bundle.program);
-    match reference_bundle(case, result, cfg) {
-        Some((what, other)) => compare_with_reference(r, what, &other, bundle, &failing),
+    match &d.reference {
+        Some((what, other)) => compare_with_reference(r, what, other, bundle, &failing),
         None => {
             let _ = writeln!(r, "### Assembly\n");
             write_fenced(r, "text", &failing, "assembly");
         }
-    }
-}
-
-/// What the failing bundle is compared with, for the in-repo compiler: the same case compiled
-/// with optimizations off (when they were on), or the correct compilation of an injected bug.
-fn reference_bundle(
-    case: &Case,
-    result: &CaseResult,
-    cfg: &RunConfig,
-) -> Option<(&'static str, Bundle)> {
-    // An N-version finding shows the wrong version's program: compare with its own reference.
-    let shown = result.attribution.as_ref().map_or(0, |a| a.shown);
-    match cfg.version(shown) {
-        CompilerUnderTest::InRepo(o) if o.skip_padding || o.weight_skipping => {
-            let mut off = *o;
-            off.skip_padding = false;
-            off.weight_skipping = false;
-            compile(case, &off)
-                .ok()
-                .map(|b| ("the same case compiled with optimizations off", b))
-        }
-        CompilerUnderTest::Mutated(_, lowering) => compile(
-            case,
-            &CompileOptions {
-                lowering: *lowering,
-                ..CompileOptions::default()
-            },
-        )
-        .ok()
-        .map(|b| ("the correct compilation (no injected bug)", b)),
-        _ => None,
     }
 }
 

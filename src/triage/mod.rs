@@ -19,10 +19,9 @@
 //! from a catalog of plausible repairs) and reruns it against the oracle, so it works the same
 //! for the in-repo compiler, an injected bug and an external command.
 //!
-//! What a person reads: [`report`] renders a finding's `report.md` (the case with its tensors
-//! as [`tables`] when they are small, the outcome, the suspects with the assembly around each
-//! ([`listing`]), bounded [`diff`]s of output and program); [`pictures`] draws the SVGs saved
-//! beside it (`diff.svg`, `mapping.svg`) from the facts [`chipmap`] gathers.
+//! A finding is judged once into a [`Dossier`] ([`judge`]: suspects, what the program computed,
+//! the reference program); `crate::report` renders it (`report.md`, the pictures) without
+//! running anything.
 //!
 //! Everything is deterministic: the same case, configuration and [`Budget::max_runs`] give the
 //! same signature, suspects and minimized case. Only two things can end work early, and both
@@ -31,6 +30,7 @@
 
 mod cause;
 mod crossbar_repairs;
+pub mod dossier;
 mod judge;
 mod localize;
 mod machine;
@@ -41,13 +41,13 @@ mod values;
 mod variants;
 
 use std::sync::atomic::AtomicBool;
-use std::time::Duration;
 
 use pimdiff_isa::machine::RunOutcome;
 use pimdiff_oracle::Case;
 
 pub use self::cause::Cause;
 use self::cause::{kind_key, shape, signature_of};
+pub use self::dossier::{judge, Dossier, Explanation, SuspectSource, Suspects};
 use self::localize::{localize, rule_helps, Effect, Failure, Limits, Localization, Rule};
 pub use self::suspect::{Suspect, MAX_SUSPECTS};
 use crate::check::n_version::attributed;
@@ -64,10 +64,9 @@ pub use crate::engine::Budget;
 pub const CAUSE_RUNS: u64 = 3_000;
 /// The default budget of [`triage`]: 25,000 runs (minimization and localization together).
 pub const TRIAGE_RUNS: u64 = 25_000;
-/// The bound of [`suspects_section`]: the catalog of a minimized program fits many times.
+/// The bound of a report's localization (`dossier::judge`): the catalog of a minimized
+/// program fits many times.
 pub const REPORT_RUNS: u64 = 5_000;
-/// The wall-clock bound of [`suspects_section`], for very large unminimized programs.
-pub const REPORT_TIME: Duration = Duration::from_secs(5);
 
 /// The result of [`triage`].
 #[derive(Clone, Debug)]
@@ -207,49 +206,6 @@ impl Checker for RunConfig {
     }
 }
 
-/// The files saved beside a finding besides its case and report: the pictures of
-/// [`pictures::planned`] and the exports for the user's toolchain ([`crate::interop`]). A
-/// picture that cannot be drawn is left out (the report says which pictures to expect).
-pub fn attachments(case: &Case, result: &CaseResult) -> Vec<crate::corpus::Attachment> {
-    let pictures = crate::report::pictures::render_pictures(case, result).unwrap_or_default();
-    let pictures = pictures.into_iter().map(|p| crate::corpus::Attachment {
-        name: p.name.file,
-        bytes: p.svg.into_bytes(),
-    });
-    let exports = crate::interop::export_files(case)
-        .into_iter()
-        .map(|(name, bytes)| crate::corpus::Attachment { name, bytes });
-    pictures.chain(exports).collect()
-}
-
-/// The `## Suspects` section of a finding's `report.md`: localizes the checked case
-/// (`result` is its `check_case`) within [`REPORT_RUNS`] runs (and
-/// [`REPORT_TIME`]) and shows each suspect with the assembly around it. On a minimized
-/// case the catalog fits the budget, so the suspects are those [`triage`] returned; a search
-/// cut short says so. Empty for an outcome that is not a
-/// finding or has no program.
-pub fn suspects_section(case: &Case, result: &CaseResult, cfg: &RunConfig) -> String {
-    let Some(bundle) = &result.bundle else {
-        return String::new();
-    };
-    let Some(failure) = failure_of(case, result, cfg) else {
-        return String::new();
-    };
-    let budget = Budget {
-        deadline: None,
-        max_runs: REPORT_RUNS,
-    };
-    let loc = localize(
-        &failure,
-        cfg,
-        &limits(&budget, budget.max_runs),
-        &AtomicBool::new(false),
-    );
-    let end = structured_end(case, result, cfg);
-    let suspects = with_provenance(suspect::rank(&loc, end.as_ref(), bundle), case, result, cfg);
-    suspect::render(&suspects, &bundle.program.cores)
-}
-
 /// `suspects` of `result`'s program with the in-repo compiler's provenance, when `cfg`
 /// compiles with it (see `CompilerUnderTest::provenance`); not for an N-version result, whose
 /// program may be the other lowering's.
@@ -269,36 +225,6 @@ fn with_provenance(
         suspect::annotate(&mut suspects, &p, bundle);
     }
     suspects
-}
-
-/// The `## What the program computed` section: when the wrong output is exactly the oracle's
-/// output of a nearby specification (see `variants`), says which; empty otherwise (and for
-/// outcomes other than a wrong output).
-pub fn explanation_section(case: &Case, result: &CaseResult, cfg: &RunConfig) -> String {
-    if !matches!(result.outcome, Outcome::Mismatch(_)) {
-        return String::new();
-    }
-    let Some(failure) = failure_of(case, result, cfg) else {
-        return String::new();
-    };
-    let Some(output) = failure.output else {
-        return String::new();
-    };
-    match variants::explain(case, output, &failure.probes) {
-        Some(v) => format!(
-            "## What the program computed\n\nThe machine's output is exactly the oracle's \
-             output of this case {}, on this input and on every probe input: the program \
-             {}.\n\n",
-            v.describe(case),
-            v.label()
-        ),
-        None => String::new(),
-    }
-}
-
-/// The `## Suspects` section of already localized `suspects` of a program `bundle`.
-pub fn render_suspects(suspects: &[Suspect], bundle: &pimdiff_isa::bundle::Bundle) -> String {
-    suspect::render(suspects, &bundle.program.cores)
 }
 
 /// Largest number of runs the drift guard spends on one minimization candidate.

@@ -4,8 +4,9 @@
 //! The first target, and the one with the deepest judgement: a case is generated
 //! ([`generate`]), compiled, run on the PIMSim interpreter and compared with the oracle
 //! (`crate::check`); buckets of failing cases merge by their localized cause and one
-//! representative per cause is minimized and localized (`crate::triage`); a finding is a case
-//! directory with its bundle, report and pictures ([`files`]).
+//! representative per cause is minimized and localized, and judged once into a `Dossier`
+//! (`crate::triage`); a finding is a case directory with its bundle, and the report and
+//! pictures rendered from the dossier ([`files`], `crate::report`).
 
 pub mod detection;
 pub mod files;
@@ -27,8 +28,7 @@ use crate::engine::grouping::Cause;
 use crate::engine::watchdog::{Stage, StageClock};
 use crate::engine::{Budget, Observation, Target, Triaged};
 use crate::finding::{abstract_message, FindingMeta, Kind, MinimizationStats, Signature};
-use crate::report::Suspects;
-use crate::triage::Suspect;
+use crate::triage::{judge, Dossier, SuspectSource};
 
 /// The tensor target: cases of `generator` checked with `run`'s compiler and machine.
 #[derive(Clone, Debug)]
@@ -58,20 +58,10 @@ impl TensorTarget {
     }
 }
 
-/// What a tensor finding is written from: the case (with `expected` set to the oracle's
-/// output, so it checks itself), its check, and triage's suspects.
-pub struct TensorEvidence {
-    pub case: Case,
-    pub result: CaseResult,
-    pub suspects: Vec<Suspect>,
-    /// Whether triage localized this case (its report then lists `suspects`).
-    pub triaged: bool,
-}
-
 impl Target for TensorTarget {
     type Case = Case;
     type Run = CaseResult;
-    type Evidence = TensorEvidence;
+    type Evidence = Dossier;
 
     fn name(&self) -> &'static str {
         "cases"
@@ -168,24 +158,19 @@ impl Target for TensorTarget {
                 localized: t.localized,
                 also: t.also,
             },
-            case: t.case.clone(),
-            evidence: TensorEvidence {
-                case: t.case,
-                result: t.result,
-                suspects: t.suspects,
-                triaged: true,
-            },
+            evidence: judge(
+                &t.case,
+                &t.result,
+                &self.run,
+                SuspectSource::Known(t.suspects),
+            ),
+            case: t.case,
         }
     }
 
     /// A case not run again is a timeout's: its result carries the oracle's output, unless
     /// the oracle was what hung.
-    fn evidence(
-        &self,
-        case: &Case,
-        run: Option<CaseResult>,
-        signature: &Signature,
-    ) -> TensorEvidence {
+    fn evidence(&self, case: &Case, run: Option<CaseResult>, signature: &Signature) -> Dossier {
         let result = run.unwrap_or_else(|| {
             let stage = [Stage::Oracle, Stage::Compile, Stage::Run]
                 .into_iter()
@@ -203,32 +188,17 @@ impl Target for TensorTarget {
         });
         let mut case = case.clone();
         case.expected = result.oracle.clone();
-        TensorEvidence {
-            case,
-            result,
-            suspects: Vec::new(),
-            triaged: false,
-        }
+        judge(&case, &result, &self.run, SuspectSource::NotYet)
     }
 
     fn write_finding(
         &self,
         dir: &Path,
         _case: &Case,
-        evidence: &TensorEvidence,
+        evidence: &Dossier,
         meta: &mut FindingMeta,
     ) -> Result<(), pimdiff_atomic::Error> {
-        let suspects = if evidence.triaged {
-            Suspects::Known(&evidence.suspects)
-        } else {
-            Suspects::NotYet
-        };
-        let report = crate::report::render_report_with(
-            &evidence.case,
-            &evidence.result,
-            &self.run,
-            suspects,
-        );
+        let report = crate::report::render(evidence);
         // What `repro` and `replay` can confirm without localizing: the saved case's own
         // outcome signature (the finding's `signature` may be a localized cause).
         if let Some(own) = evidence.result.outcome.signature() {
@@ -243,6 +213,7 @@ impl Target for TensorTarget {
         };
         meta.suspects = evidence
             .suspects
+            .list()
             .iter()
             .filter_map(|s| serde_json::to_value(s).ok())
             .collect();
@@ -259,11 +230,11 @@ impl Target for TensorTarget {
             &evidence.case,
             evidence.result.bundle.as_ref(),
             &report,
-            &crate::triage::attachments(&evidence.case, &evidence.result),
+            &crate::report::attachments(&evidence.case, &evidence.result),
         )
     }
 
-    fn describe(&self, evidence: &TensorEvidence) -> String {
+    fn describe(&self, evidence: &Dossier) -> String {
         evidence.result.outcome.summary()
     }
 }
