@@ -41,6 +41,9 @@ pub fn gunzip_reader<R: Read>(r: R, limit: Limit) -> impl Read {
     Inflater::new(BufReader::with_capacity(1 << 15, r), limit)
 }
 
+/// The most one read inflates: how far past the ratio limit a bomb may get.
+pub const MAX_INFLATE_READ: usize = 1 << 18;
+
 /// What `compressed` bytes may inflate to under the ratio limit.
 fn ratio_cap(compressed: u64) -> u64 {
     compressed
@@ -68,9 +71,11 @@ impl<R: BufRead> Inflater<R> {
 
 impl<R: BufRead> Read for Inflater<R> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        // One byte past the limit at most: enough to tell that there is more.
+        // One byte past the limit at most (enough to tell that there is more), and at most
+        // `MAX_INFLATE_READ` at a time, so that the ratio is checked every `MAX_INFLATE_READ` bytes however
+        // large the caller's buffer.
         let room = (self.limit.bytes - self.produced.min(self.limit.bytes)).saturating_add(1);
-        let max = buf.len().min(room.min(usize::MAX as u64) as usize);
+        let max = buf.len().min(room.min(MAX_INFLATE_READ as u64) as usize);
         let n = self
             .decoder
             .read(&mut buf[..max])

@@ -28,7 +28,7 @@ use std::fs::File;
 use std::io::{self, Read};
 use std::path::Path;
 
-pub use gzip::{gunzip, gunzip_reader, GZIP_MAGIC};
+pub use gzip::{gunzip, gunzip_reader, GZIP_MAGIC, MAX_INFLATE_READ};
 pub use limits::Limit;
 
 /// Why an input file was refused. The caller names the file.

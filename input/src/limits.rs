@@ -4,7 +4,8 @@
 //!
 //! | limit | bytes | applies to |
 //! |---|---|---|
-//! | [`MAX_PROGRAM_BYTES`] | 1 GiB | a program file (JSON or assembly text, plain, or gzip both compressed and inflated), a directory's `core_<id>.json`, a PIMCOMP-NN program read as a JSON tree |
+//! | [`MAX_PROGRAM_BYTES`] | 1 GiB | a program file (JSON or assembly text, plain, or gzip both compressed and inflated), a directory's `core_<id>.json` |
+//! | [`MAX_PROGRAM_TREE_BYTES`] | 512 MiB | a PIMCOMP-NN program read as a JSON tree (the core census of `hunt --target pimcomp-nn`), compressed and inflated |
 //! | [`MAX_CONFIG_BYTES`] | 16 MiB | a program directory's `config.json` |
 //! | [`MAX_MANIFEST_BYTES`] | 1 MiB | a bundle's `io.json` |
 //! | [`MAX_CONSTANT_BYTES`] | 256 MiB | one constant segment file of a bundle |
@@ -54,6 +55,9 @@ const fn limit(name: &'static str, bytes: u64) -> Limit {
 
 /// A program file, compressed or not, and the text a gzip file inflates to.
 pub const MAX_PROGRAM_BYTES: Limit = limit("MAX_PROGRAM_BYTES", 1 << 30);
+/// A PIMCOMP-NN program read as a whole JSON tree (about 10 bytes of memory per byte of
+/// text), for the hunt's core census; its random networks stay far below.
+pub const MAX_PROGRAM_TREE_BYTES: Limit = limit("MAX_PROGRAM_TREE_BYTES", 512 << 20);
 /// A program directory's `config.json`.
 pub const MAX_CONFIG_BYTES: Limit = limit("MAX_CONFIG_BYTES", 16 << 20);
 /// A bundle's `io.json`.
