@@ -18,7 +18,10 @@ fn an_old_python_is_refused_naming_the_required_version() {
     std::fs::set_permissions(&python, std::fs::Permissions::from_mode(0o755)).unwrap();
     let venv = tmp.path().join("venv");
     let out = Command::new("bash")
-        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/setup-python.sh"))
+        .arg(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/scripts/setup-python.sh"
+        ))
         .env("PYTHON", &python)
         .env("PIMDIFF_VENV", &venv)
         .output()
