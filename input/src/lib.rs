@@ -16,7 +16,7 @@
 //! - [`limits`]: the table of limits; [`npy`]: the `.npy` header, parsed before any data.
 //!
 //! The interpreter, oracle and harness crates all use it; it depends on none of them. With
-//! the feature `hostile`, [`hostile`] makes the hostile files their tests feed it.
+//! the feature `hostile`, the module `hostile` makes the hostile files their tests feed it.
 
 mod gzip;
 #[cfg(feature = "hostile")]
