@@ -2,7 +2,7 @@
 //!
 //! Every file pimdiff reads comes from outside (a user, a compiler under test, a fuzzer), so
 //! each is read through this crate: its size is checked against a documented
-//! [`Limit`](limits::Limit) before anything is allocated for it, reading stops at the limit
+//! [`Limit`] before anything is allocated for it, reading stops at the limit
 //! even when the file grows meanwhile, a gzip stream is inflated only up to its limit and only
 //! up to a compression ratio (a gzip bomb is an error within milliseconds, not an
 //! out-of-memory kill), and an empty file is an error rather than an empty program or case.
