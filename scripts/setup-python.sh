@@ -9,10 +9,13 @@
 # The environment lives in $PIMDIFF_VENV (default: target/python, git-ignored). It is reused
 # while the requirements file is unchanged (a stamp records its checksum), so a second run
 # takes a second. Progress goes to stderr; stdout carries only the `export PIMDIFF_PYTHON=...`
-# line. Exit 2 when no usable python3 (3.9 or newer, with venv) is found.
+# line. Exit 2 when no usable python3 (3.11 or newer, with venv) is found: the pinned NumPy
+# (2.4.6) publishes packages for Python 3.11 and newer only.
 
 _pimdiff_setup_python() {
-    local root venv req stamp sum py
+    local root venv req stamp sum py found
+    # The oldest Python the pins in python-requirements.txt install on (numpy 2.4.6).
+    local required="3.11" required_tuple="3, 11"
     root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
     venv="${PIMDIFF_VENV:-$root/target/python}"
     req="$root/scripts/python-requirements.txt"
@@ -20,11 +23,19 @@ _pimdiff_setup_python() {
     py="${PYTHON:-python3}"
 
     if ! command -v "$py" >/dev/null 2>&1; then
-        echo "setup-python: $py not found; install Python 3.9+ (with venv) or set PYTHON" >&2
+        echo "setup-python: $py not found; install Python $required or newer (with venv) or set PYTHON" >&2
         return 2
     fi
-    if ! "$py" -c 'import sys, venv; sys.exit(sys.version_info < (3, 9))' 2>/dev/null; then
-        echo "setup-python: $py is older than 3.9 or lacks the venv module" >&2
+    found="$("$py" -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)" || found="?"
+    if ! "$py" -c "import sys; sys.exit(sys.version_info[:2] < ($required_tuple))" 2>/dev/null; then
+        echo "setup-python: $py is Python $found; the pinned packages (numpy 2.4.6 in" \
+            "scripts/python-requirements.txt) need Python $required or newer: install it, or set" \
+            "PYTHON to one" >&2
+        return 2
+    fi
+    if ! "$py" -c 'import venv' 2>/dev/null; then
+        echo "setup-python: $py (Python $found) lacks the venv module (Debian: apt-get install" \
+            "python3-venv)" >&2
         return 2
     fi
     sum="$(sha256sum "$req" | cut -d' ' -f1)"

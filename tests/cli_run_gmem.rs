@@ -114,7 +114,7 @@ fn bad_preloads_exit_2_naming_the_problem() {
         (vec![format!("0={}", path(d, "garbage.npy"))], "not an int8"),
         (
             vec![format!("0={}", path(d, "missing.npy"))],
-            "cannot open --gmem file",
+            "cannot read --gmem file",
         ),
         (vec![four.clone()], "expected ADDR=FILE.npy"),
         (vec![format!("-3={four}")], "bad address"),

@@ -6,6 +6,9 @@
 //!   strings and comments cannot confuse the count).
 //! * Committed sources and documents stand alone: they cite no issue numbers and no documents
 //!   outside the repository (a user's clone has neither).
+//! * The fuzz crate's committed `fuzz/Cargo.lock` builds the fuzz targets on the dependency
+//!   versions the tests run on: every package it shares with the root `Cargo.lock` has a
+//!   version the root lock has.
 
 use std::fs;
 use std::path::PathBuf;
@@ -230,4 +233,40 @@ fn sources_and_documents_cite_nothing_outside_the_repository() {
         "cite the repository's own docs/ instead:\n  {}",
         found.join("\n  ")
     );
+}
+
+/// `(name, version)` of every package of a `Cargo.lock`.
+fn locked_packages(path: &str) -> std::collections::BTreeSet<(String, String)> {
+    let text = fs::read_to_string(root().join(path)).unwrap();
+    let field = |line: &str, key: &str| {
+        line.strip_prefix(key)
+            .map(|v| v.trim_matches('"').to_string())
+    };
+    let mut out = std::collections::BTreeSet::new();
+    let mut lines = text.lines();
+    while let Some(line) = lines.next() {
+        if let Some(name) = field(line, "name = ") {
+            let version = lines.next().and_then(|l| field(l, "version = "));
+            out.insert((name, version.expect("a version after each name")));
+        }
+    }
+    out
+}
+
+#[test]
+fn the_fuzz_lock_file_has_the_roots_versions() {
+    let root_lock = locked_packages("Cargo.lock");
+    let fuzz_lock = locked_packages("fuzz/Cargo.lock");
+    let root_names: std::collections::BTreeSet<&String> =
+        root_lock.iter().map(|(n, _)| n).collect();
+    let drifted: Vec<_> = fuzz_lock
+        .iter()
+        .filter(|p| root_names.contains(&p.0) && !root_lock.contains(*p))
+        .collect();
+    assert!(
+        drifted.is_empty(),
+        "fuzz/Cargo.lock has versions the root Cargo.lock does not: {drifted:?}; regenerate it \
+         from the root's: cp Cargo.lock fuzz/ && (cd fuzz && cargo +nightly fuzz build)"
+    );
+    assert!(fuzz_lock.iter().any(|(n, _)| n == "libfuzzer-sys"));
 }

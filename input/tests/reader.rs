@@ -1,11 +1,14 @@
 //! The bounded reader on its own, with small limits: every refusal with its exact kind, and
 //! the limit exactly reached still accepted.
 
-use std::fs::{self, File};
+use std::fs;
 use std::io::{Read, Write};
 
+use pimdiff_input::hostile::{gzip_zeros, npy_claiming, sparse_file};
+use pimdiff_input::limits::{GZIP_RATIO_SLACK, MAX_GZIP_RATIO, MAX_PROGRAM_BYTES};
 use pimdiff_input::{
-    gunzip, gunzip_reader, open_file, read_file, read_file_maybe_empty, Bounded, InputError, Limit,
+    gunzip, gunzip_reader, open, read, read_gzip_or_plain, read_maybe_empty, Bounded, InputError,
+    Limit, MAX_INFLATE_READ,
 };
 
 const TEN: Limit = Limit {
@@ -24,25 +27,22 @@ fn files_up_to_the_limit_are_read() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("f");
     fs::write(&path, b"0123456789").unwrap();
-    assert_eq!(read_file(&path, TEN).unwrap(), b"0123456789");
+    assert_eq!(read(&path, TEN).unwrap(), b"0123456789");
     fs::write(&path, b"01234567890").unwrap();
     assert!(matches!(
-        read_file(&path, TEN),
+        read(&path, TEN),
         Err(InputError::TooLarge {
             size: 11,
             limit: TEN
         })
     ));
     // Sparse: refused from the size, nothing read.
-    File::create(&path).unwrap().set_len(1 << 40).unwrap();
+    sparse_file(&path, 1 << 40).unwrap();
     assert!(matches!(
-        read_file(&path, TEN),
+        read(&path, TEN),
         Err(InputError::TooLarge { size, .. }) if size == 1 << 40
     ));
-    assert!(matches!(
-        open_file(&path, TEN),
-        Err(InputError::TooLarge { .. })
-    ));
+    assert!(matches!(open(&path, TEN), Err(InputError::TooLarge { .. })));
 }
 
 #[test]
@@ -51,19 +51,16 @@ fn empty_blank_missing_and_directories_are_refused() {
     let path = dir.path().join("f");
     for text in ["", " \n\r\t"] {
         fs::write(&path, text).unwrap();
-        assert!(matches!(read_file(&path, TEN), Err(InputError::Empty)));
+        assert!(matches!(read(&path, TEN), Err(InputError::Empty)));
     }
     fs::write(&path, "").unwrap();
-    assert_eq!(read_file_maybe_empty(&path, TEN).unwrap(), b"");
-    assert!(matches!(open_file(&path, TEN), Err(InputError::Empty)));
+    assert_eq!(read_maybe_empty(&path, TEN).unwrap(), b"");
+    assert!(matches!(open(&path, TEN), Err(InputError::Empty)));
     assert!(matches!(
-        read_file(&dir.path().join("absent"), TEN),
+        read(&dir.path().join("absent"), TEN),
         Err(InputError::Io(e)) if e.kind() == std::io::ErrorKind::NotFound
     ));
-    assert!(matches!(
-        read_file(dir.path(), TEN),
-        Err(InputError::NotAFile)
-    ));
+    assert!(matches!(read(dir.path(), TEN), Err(InputError::NotAFile)));
 }
 
 #[test]
@@ -138,9 +135,146 @@ fn limits_are_named_in_messages() {
     assert_eq!(e.to_string(), "11 bytes, above the limit of 10 bytes (TEN)");
     assert_eq!(
         InputError::InflatesTooLarge {
-            limit: pimdiff_input::MAX_PROGRAM_BYTES
+            limit: MAX_PROGRAM_BYTES
         }
         .to_string(),
         "inflates to more than the limit of 1073741824 bytes (MAX_PROGRAM_BYTES)"
     );
+}
+
+/// What a reader hands out before it fails: the bytes of every successful read.
+fn delivered_before_error(mut r: impl Read) -> (u64, InputError) {
+    let mut buf = vec![0u8; 1 << 16];
+    let mut total = 0u64;
+    loop {
+        match r.read(&mut buf) {
+            Ok(0) => panic!("no error after {total} bytes"),
+            Ok(n) => total += n as u64,
+            Err(e) => return (total, InputError::from_io(e)),
+        }
+    }
+}
+
+#[test]
+fn the_hostile_bomb_is_valid_gzip_of_zeros() {
+    let four = gzip_zeros(4);
+    // A 10-byte header, a 1 KiB piece per MiB, a 2-byte final block and an 8-byte trailer.
+    assert_eq!(four.len(), 20 + 4 * (gzip_zeros(1).len() - 20));
+    // Inflated by an independent decoder.
+    let mut out = Vec::new();
+    flate2::read::GzDecoder::new(&four[..])
+        .read_to_end(&mut out)
+        .unwrap();
+    assert_eq!(out.len(), 4 << 20);
+    assert!(out.iter().all(|&b| b == 0));
+    // Within the slack, any ratio passes.
+    assert_eq!(gunzip(&four, MAX_PROGRAM_BYTES).unwrap(), out);
+    // 1 GiB in about 1 MB.
+    let bomb = gzip_zeros(1024);
+    assert!(bomb.len() < 1_100_000, "{}", bomb.len());
+}
+
+#[test]
+fn a_gzip_bomb_stops_at_the_ratio_limit() {
+    // 1 GiB of zeros is within MAX_PROGRAM_BYTES: only the ratio stops it.
+    let bomb = gzip_zeros(1024);
+    let (delivered, e) = delivered_before_error(gunzip_reader(&bomb[..], MAX_PROGRAM_BYTES));
+    let InputError::GzipBomb {
+        inflated,
+        compressed,
+    } = e
+    else {
+        panic!("{e:?}")
+    };
+    // Stopped on the first read past the ratio: at most one read (64 KiB) beyond it.
+    let cap = compressed * MAX_GZIP_RATIO + GZIP_RATIO_SLACK;
+    assert!(
+        inflated > cap && inflated <= cap + (1 << 16),
+        "{inflated} {cap}"
+    );
+    assert!(delivered <= cap && delivered + (1 << 16) >= inflated);
+    assert!(inflated < 32 << 20, "{inflated}");
+    // The whole-buffer reader stops within one read (`MAX_INFLATE_READ`) of the ratio too,
+    // however much room its vector has.
+    assert!(matches!(
+        gunzip(&bomb, MAX_PROGRAM_BYTES),
+        Err(InputError::GzipBomb { inflated: i, compressed: c })
+            if i > c * MAX_GZIP_RATIO + GZIP_RATIO_SLACK
+                && i <= c * MAX_GZIP_RATIO + GZIP_RATIO_SLACK + MAX_INFLATE_READ as u64
+    ));
+}
+
+#[test]
+fn a_gzip_bomb_stops_at_the_size_limit_below_the_slack() {
+    const MIB: Limit = Limit {
+        name: "MIB",
+        bytes: 1 << 20,
+    };
+    let bomb = gzip_zeros(1024);
+    let (delivered, e) = delivered_before_error(gunzip_reader(&bomb[..], MIB));
+    assert!(
+        matches!(e, InputError::InflatesTooLarge { limit: MIB }),
+        "{e:?}"
+    );
+    // Memory: never more than the limit handed out.
+    assert_eq!(delivered, MIB.bytes);
+}
+
+#[test]
+fn gzip_or_plain_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("f");
+    fs::write(&path, b"plain").unwrap();
+    assert_eq!(read_gzip_or_plain(&path, TEN).unwrap(), b"plain");
+    fs::write(&path, gzip(b"0123456789")).unwrap();
+    assert_eq!(
+        read_gzip_or_plain(
+            &path,
+            Limit {
+                name: "K",
+                bytes: 1024
+            }
+        )
+        .unwrap(),
+        b"0123456789"
+    );
+    fs::write(&path, gzip(b"0123456789A")).unwrap();
+    assert!(matches!(
+        read_gzip_or_plain(&path, Limit { name: "X", bytes: 11 + 20 }),
+        Ok(t) if t == b"0123456789A"
+    ));
+    let z = gzip(b"0123456789");
+    fs::write(&path, &z[..z.len() - 5]).unwrap();
+    assert!(matches!(
+        read_gzip_or_plain(&path, MAX_PROGRAM_BYTES),
+        Err(InputError::TruncatedGzip)
+    ));
+    fs::write(&path, gzip(b"  ")).unwrap();
+    assert!(matches!(
+        read_gzip_or_plain(&path, MAX_PROGRAM_BYTES),
+        Err(InputError::Empty)
+    ));
+    fs::write(&path, gzip_zeros(1024)).unwrap();
+    assert!(matches!(
+        read_gzip_or_plain(&path, MAX_PROGRAM_BYTES),
+        Err(InputError::GzipBomb { .. })
+    ));
+    assert!(matches!(
+        read_gzip_or_plain(&dir.path().join("absent"), MAX_PROGRAM_BYTES),
+        Err(InputError::Io(e)) if e.kind() == std::io::ErrorKind::NotFound
+    ));
+    assert!(matches!(
+        read_gzip_or_plain(dir.path(), MAX_PROGRAM_BYTES),
+        Err(InputError::NotAFile)
+    ));
+}
+
+#[test]
+fn the_hostile_npy_header_claims_what_it_is_told() {
+    let bytes = npy_claiming("<i4", &[1_000_000, 1_000_000], &[0; 16]);
+    assert_eq!(bytes.len(), 128 + 16);
+    let header = pimdiff_input::npy::read_header(&mut &bytes[..]).unwrap();
+    assert_eq!(header.shape, vec![1_000_000, 1_000_000]);
+    assert_eq!(header.elements(), Some(1_000_000_000_000));
+    assert_eq!(header.descr, "<i4");
 }

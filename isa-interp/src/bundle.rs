@@ -106,9 +106,9 @@ pub struct ConstSegment {
 }
 
 /// The largest file a bundle reader accepts for `io.json` (1 MiB, `pimdiff_input`'s limit).
-pub const MAX_MANIFEST_BYTES: u64 = pimdiff_input::MAX_MANIFEST_BYTES.bytes;
+pub const MAX_MANIFEST_BYTES: u64 = pimdiff_input::limits::MAX_MANIFEST_BYTES.bytes;
 /// The largest constant segment a bundle may carry (256 MiB, `pimdiff_input`'s limit).
-pub const MAX_CONSTANT_BYTES: u64 = pimdiff_input::MAX_CONSTANT_BYTES.bytes;
+pub const MAX_CONSTANT_BYTES: u64 = pimdiff_input::limits::MAX_CONSTANT_BYTES.bytes;
 /// The largest tensor slot (elements) a manifest may declare: 2^26, beyond every case limit.
 pub const MAX_SLOT_ELEMENTS: usize = 1 << 26;
 
@@ -419,7 +419,7 @@ impl IoManifest {
     /// Read `io.json` and its constant files from `dir`, checking everything.
     pub fn read_dir(dir: &Path) -> Result<IoManifest, BundleError> {
         let path = dir.join("io.json");
-        let bytes = pimdiff_input::read_file(&path, pimdiff_input::MAX_MANIFEST_BYTES)
+        let bytes = pimdiff_input::read(&path, pimdiff_input::limits::MAX_MANIFEST_BYTES)
             .map_err(|e| input_error(&path, e))?;
         let mut manifest: IoManifest =
             serde_json::from_slice(&bytes).map_err(|source| BundleError::Json {
@@ -450,7 +450,7 @@ impl IoManifest {
                 }));
             }
             // A zero-length segment is valid data.
-            c.data = pimdiff_input::read_file_maybe_empty(&p, pimdiff_input::MAX_CONSTANT_BYTES)
+            c.data = pimdiff_input::read_maybe_empty(&p, pimdiff_input::limits::MAX_CONSTANT_BYTES)
                 .map_err(|e| input_error(&p, e))?;
             check_range(
                 &format!("constant {:?}", c.name),

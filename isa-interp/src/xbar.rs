@@ -136,7 +136,7 @@ pub fn read_export_dir(dir: &Path) -> Result<CrossbarExport, XbarError> {
                 });
             }
         }
-        let text = read(&json_path, pimdiff_input::MAX_XBAR_JSON_BYTES)?;
+        let text = read(&json_path, pimdiff_input::limits::MAX_XBAR_JSON_BYTES)?;
         let file: CoreFile = serde_json::from_slice(&text).map_err(|source| XbarError::Json {
             path: json_path.clone(),
             source,
@@ -180,7 +180,7 @@ pub fn read_export_dir(dir: &Path) -> Result<CrossbarExport, XbarError> {
 
 /// A file through the bounded reader; an operating-system error as [`XbarError::Io`].
 fn read(path: &Path, limit: pimdiff_input::Limit) -> Result<Vec<u8>, XbarError> {
-    pimdiff_input::read_file(path, limit).map_err(|e| {
+    pimdiff_input::read(path, limit).map_err(|e| {
         let path = path.to_path_buf();
         match e {
             pimdiff_input::InputError::Io(source) => XbarError::Io { path, source },
@@ -192,7 +192,7 @@ fn read(path: &Path, limit: pimdiff_input::Limit) -> Result<Vec<u8>, XbarError> 
 /// Reads cells stored as int8, int16 or int32. The header is checked against the bytes the
 /// file really holds before `ndarray_npy` allocates what the header asks for.
 fn read_cells(path: &Path) -> Result<Array3<i32>, XbarError> {
-    let bytes = read(path, pimdiff_input::MAX_XBAR_NPY_BYTES)?;
+    let bytes = read(path, pimdiff_input::limits::MAX_XBAR_NPY_BYTES)?;
     let npy_err = |message: String| XbarError::Npy {
         path: path.to_path_buf(),
         message,

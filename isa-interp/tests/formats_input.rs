@@ -2,21 +2,20 @@
 //! for an empty file, a file above its limit (sparse, so nothing is written), and, where the
 //! reader takes gzip, a truncated stream and a gzip bomb; each with its exact error kind.
 
-use std::fs::{self, File};
+use std::fs;
 use std::io::Write;
 use std::path::Path;
 
-use pimdiff_input::{InputError, Limit};
+use pimdiff_input::hostile::{gzip_zeros, npy_claiming, sparse_file};
+use pimdiff_input::limits::Limit;
+use pimdiff_input::InputError;
 use pimdiff_isa::bundle::{Bundle, BundleError, IoManifest};
 use pimdiff_isa::formats::{self, json, LoadError, LoadErrorKind};
 use pimdiff_isa::xbar::{read_export_dir, XbarError};
 
 /// A sparse file one byte above `limit`: the reader must refuse it from its size alone.
 fn oversized(path: &Path, limit: Limit) {
-    File::create(path)
-        .unwrap()
-        .set_len(limit.bytes + 1)
-        .unwrap();
+    sparse_file(path, limit.bytes + 1).unwrap();
 }
 
 fn gzip(bytes: &[u8]) -> Vec<u8> {
@@ -32,12 +31,20 @@ fn truncated_gzip() -> Vec<u8> {
     z[..z.len() - 10].to_vec()
 }
 
-/// About 1 MB of gzip that inflates to 1025 × 1 MiB of blanks, just above
-/// `MAX_PROGRAM_BYTES` (gzip members concatenate).
+/// About 1 MB of gzip that inflates to 1 GiB of zeros (within `MAX_PROGRAM_BYTES`: only
+/// the ratio limit stops it).
 fn gzip_bomb() -> Vec<u8> {
-    let member = gzip(&vec![b' '; 1 << 20]);
-    let copies = (pimdiff_input::MAX_PROGRAM_BYTES.bytes >> 20) as usize + 1;
-    member.repeat(copies)
+    gzip_zeros(1024)
+}
+
+/// A gzip bomb whose text starts as a JSON program, so that the parallel parser starts on it
+/// while it inflates (gzip members concatenate).
+fn json_gzip_bomb() -> Vec<u8> {
+    [
+        gzip(br#"{"config": {"core_cnt": 1}, "core0": ["#),
+        gzip_zeros(1024),
+    ]
+    .concat()
 }
 
 fn input_kind(e: LoadError) -> InputError {
@@ -57,7 +64,7 @@ fn program_file_empty_blank_and_oversized() {
         assert_eq!(e.file.as_deref(), Some(path.as_path()));
         assert!(matches!(input_kind(e), InputError::Empty), "{text:?}");
     }
-    oversized(&path, pimdiff_input::MAX_PROGRAM_BYTES);
+    oversized(&path, pimdiff_input::limits::MAX_PROGRAM_BYTES);
     let e = formats::load_program(&path).unwrap_err();
     assert!(matches!(input_kind(e), InputError::TooLarge { size, limit }
             if size == (1 << 30) + 1 && limit.name == "MAX_PROGRAM_BYTES"),);
@@ -72,12 +79,12 @@ fn program_file_truncated_gzip_and_gzip_bomb() {
     assert_eq!(e.file.as_deref(), Some(path.as_path()));
     assert!(matches!(input_kind(e), InputError::TruncatedGzip));
 
-    fs::write(&path, gzip_bomb()).unwrap();
-    let e = formats::load_program(&path).unwrap_err();
-    assert!(matches!(
-        input_kind(e),
-        InputError::InflatesTooLarge { limit } if limit.name == "MAX_PROGRAM_BYTES"
-    ));
+    for bomb in [gzip_bomb(), json_gzip_bomb()] {
+        fs::write(&path, bomb).unwrap();
+        let e = formats::load_program(&path).unwrap_err();
+        assert_eq!(e.file.as_deref(), Some(path.as_path()));
+        assert!(matches!(input_kind(e), InputError::GzipBomb { .. }));
+    }
 
     // A gzip stream of nothing is an empty program too.
     fs::write(&path, gzip(b"")).unwrap();
@@ -97,10 +104,12 @@ fn program_bytes_empty_truncated_gzip_and_gzip_bomb() {
         input_kind(formats::load_bytes(&truncated_gzip()).unwrap_err()),
         InputError::TruncatedGzip
     ));
-    assert!(matches!(
-        input_kind(formats::load_bytes(&gzip_bomb()).unwrap_err()),
-        InputError::InflatesTooLarge { .. }
-    ));
+    for bomb in [gzip_bomb(), json_gzip_bomb()] {
+        assert!(matches!(
+            input_kind(formats::load_bytes(&bomb).unwrap_err()),
+            InputError::GzipBomb { .. }
+        ));
+    }
     let mut corrupt = gzip(b"core 0:\n nop\n");
     corrupt[12] ^= 0xff;
     assert!(matches!(
@@ -156,7 +165,7 @@ fn directory_config_and_core_files() {
     let e = formats::read_program_dir(dir.path()).unwrap_err();
     assert_eq!(e.file.as_deref(), Some(config.as_path()));
     assert!(matches!(input_kind(e), InputError::Empty));
-    oversized(&config, pimdiff_input::MAX_CONFIG_BYTES);
+    oversized(&config, pimdiff_input::limits::MAX_CONFIG_BYTES);
     let e = formats::read_program_dir(dir.path()).unwrap_err();
     assert!(matches!(
         input_kind(e),
@@ -168,7 +177,7 @@ fn directory_config_and_core_files() {
     let e = formats::read_program_dir(dir.path()).unwrap_err();
     assert_eq!(e.file.as_deref(), Some(core.as_path()));
     assert!(matches!(input_kind(e), InputError::Empty));
-    oversized(&core, pimdiff_input::MAX_PROGRAM_BYTES);
+    oversized(&core, pimdiff_input::limits::MAX_PROGRAM_BYTES);
     let e = formats::read_program_dir(dir.path()).unwrap_err();
     assert!(matches!(
         input_kind(e),
@@ -212,7 +221,7 @@ fn bundle_manifest_and_constants() {
         }) => assert_eq!(path, io_json),
         other => panic!("{other:?}"),
     }
-    oversized(&io_json, pimdiff_input::MAX_MANIFEST_BYTES);
+    oversized(&io_json, pimdiff_input::limits::MAX_MANIFEST_BYTES);
     assert!(matches!(
         IoManifest::read_dir(dir.path()),
         Err(BundleError::Input { source: InputError::TooLarge { limit, .. }, .. })
@@ -234,7 +243,7 @@ fn crossbar_export_json_and_npy() {
         }) => assert_eq!(path, json),
         other => panic!("{other:?}"),
     }
-    oversized(&json, pimdiff_input::MAX_XBAR_JSON_BYTES);
+    oversized(&json, pimdiff_input::limits::MAX_XBAR_JSON_BYTES);
     assert!(matches!(
         read_export_dir(dir.path()),
         Err(XbarError::Input { source: InputError::TooLarge { limit, .. }, .. })
@@ -248,23 +257,14 @@ fn crossbar_export_json_and_npy() {
         }) => assert_eq!(path, npy),
         other => panic!("{other:?}"),
     }
-    oversized(&npy, pimdiff_input::MAX_XBAR_NPY_BYTES);
+    oversized(&npy, pimdiff_input::limits::MAX_XBAR_NPY_BYTES);
     assert!(matches!(
         read_export_dir(dir.path()),
         Err(XbarError::Input { source: InputError::TooLarge { limit, .. }, .. })
             if limit.name == "MAX_XBAR_NPY_BYTES"
     ));
     // A 128-byte file whose header asks for 2^40 cells is refused before any allocation.
-    let mut header =
-        "{'descr': '<i4', 'fortran_order': False, 'shape': (1024, 1024, 1048576), }".to_string();
-    // Pad so that the data starts at a multiple of 64 bytes, as NumPy does.
-    header.push_str(&" ".repeat(63 - (10 + header.len()) % 64));
-    header.push('\n');
-    let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
-    bytes.extend_from_slice(&(header.len() as u16).to_le_bytes());
-    bytes.extend_from_slice(header.as_bytes());
-    bytes.extend_from_slice(&[0; 16]);
-    fs::write(&npy, bytes).unwrap();
+    fs::write(&npy, npy_claiming("<i4", &[1024, 1024, 1 << 20], &[0; 16])).unwrap();
     match read_export_dir(dir.path()) {
         Err(XbarError::Npy { path, message }) => {
             assert_eq!(path, npy);

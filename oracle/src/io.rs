@@ -162,7 +162,7 @@ fn read_required_i8(
 
 /// Reads `case.json` through the bounded reader ([`crate::limits::MAX_CASE_JSON_BYTES`]).
 fn read_bounded(path: &Path) -> Result<String, CaseError> {
-    let bytes = pimdiff_input::read_file(path, pimdiff_input::MAX_CASE_JSON_BYTES)
+    let bytes = pimdiff_input::read(path, pimdiff_input::limits::MAX_CASE_JSON_BYTES)
         .map_err(|e| CaseError::input(path, CASE_JSON, e))?;
     String::from_utf8(bytes).map_err(|e| {
         let valid = &e.as_bytes()[..e.utf8_error().valid_up_to()];

@@ -61,10 +61,10 @@ pub const MAX_TOTAL_CROSSBAR_CELLS: u64 = 1 << 28;
 
 /// Size of `case.json` in bytes. The file sizes of a case are bounded by the shared reader;
 /// its crate documents every file limit (`pimdiff_input`, e.g. `MAX_CASE_NPY_BYTES`).
-pub const MAX_CASE_JSON_BYTES: u64 = pimdiff_input::MAX_CASE_JSON_BYTES.bytes;
+pub const MAX_CASE_JSON_BYTES: u64 = pimdiff_input::limits::MAX_CASE_JSON_BYTES.bytes;
 
 /// Size of one `.npy` tensor file of a case: 16 Mi int32 elements and a header.
-pub const MAX_CASE_NPY_BYTES: u64 = pimdiff_input::MAX_CASE_NPY_BYTES.bytes;
+pub const MAX_CASE_NPY_BYTES: u64 = pimdiff_input::limits::MAX_CASE_NPY_BYTES.bytes;
 
 /// Size of a `.npy` header (the dictionary) in bytes. NumPy writes about 128.
 pub const MAX_NPY_HEADER_BYTES: usize = pimdiff_input::npy::MAX_HEADER_BYTES;

@@ -9,8 +9,9 @@ use std::io::{self, BufReader, Read};
 use std::path::Path;
 
 use ndarray::{ArrayD, IxDyn, ShapeBuilder};
+use pimdiff_input::limits::MAX_CASE_NPY_BYTES;
 use pimdiff_input::npy::{read_header, HeaderError};
-use pimdiff_input::{open_file, InputError, MAX_CASE_NPY_BYTES};
+use pimdiff_input::{open, InputError};
 
 use crate::error::CaseError;
 
@@ -67,7 +68,7 @@ fn read_array<T: Clone>(
     shape: &[usize],
     decode: fn(&[u8]) -> T,
 ) -> Result<ArrayD<T>, CaseError> {
-    let f = open_file(path, MAX_CASE_NPY_BYTES).map_err(|e| CaseError::input(path, file, e))?;
+    let f = open(path, MAX_CASE_NPY_BYTES).map_err(|e| CaseError::input(path, file, e))?;
     let mut reader = BufReader::new(f);
     let header = read_header(&mut reader).map_err(|e| header_error(path, file, e))?;
     if !dtype.accepts(&header.descr) {

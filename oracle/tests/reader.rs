@@ -730,3 +730,71 @@ fn structures_of_the_wrong_type_name_their_field() {
         "{e}"
     );
 }
+
+/// The hostile files of every reader (`pimdiff_input::hostile`), as a case's tensors and
+/// `case.json`: each refused with its exact kind, naming the file, before any allocation.
+#[test]
+fn hostile_case_files() {
+    use pimdiff_input::hostile::{gzip_zeros, npy_claiming, sparse_file};
+    use pimdiff_input::InputError;
+    // A header claiming 10^12 cells: refused from the header (the shape disagrees with
+    // case.json) without reading or allocating for the data.
+    let (_tmp, dir) = valid_case();
+    fs::write(
+        dir.join("input.npy"),
+        npy_claiming("|i1", &[1, 1_000_000, 1_000_000, 1], &[0; 16]),
+    )
+    .unwrap();
+    assert!(matches!(
+        read_case(&dir),
+        Err(CaseError::ShapeMismatch { file: "input.npy", found, .. }) if found == [1, 1_000_000, 1_000_000, 1]
+    ));
+    // Oversized (sparse: refused from its size), empty, a directory, a gzip bomb.
+    let (_tmp, dir) = valid_case();
+    sparse_file(&dir.join("weight.npy"), 1 << 40).unwrap();
+    assert!(matches!(
+        read_case(&dir),
+        Err(CaseError::BeyondLimit { file: "weight.npy", name: "MAX_CASE_NPY_BYTES", value, .. }) if value == 1 << 40
+    ));
+    let (_tmp, dir) = valid_case();
+    fs::write(dir.join("weight.npy"), b"").unwrap();
+    assert!(matches!(
+        read_case(&dir),
+        Err(CaseError::Input {
+            file: "weight.npy",
+            source: InputError::Empty
+        })
+    ));
+    let (_tmp, dir) = valid_case();
+    fs::remove_file(dir.join("bias.npy")).unwrap();
+    fs::create_dir(dir.join("bias.npy")).unwrap();
+    assert!(matches!(
+        read_case(&dir),
+        Err(CaseError::NotAFile { file: "bias.npy" })
+    ));
+    let (_tmp, dir) = valid_case();
+    fs::write(dir.join("input.npy"), gzip_zeros(1024)).unwrap();
+    assert!(matches!(
+        read_case(&dir),
+        Err(CaseError::Npy { file: "input.npy", reason }) if reason.contains("the magic string")
+    ));
+    // case.json: oversized, empty, a gzip bomb (not inflated: not JSON).
+    let (_tmp, dir) = valid_case();
+    sparse_file(&dir.join("case.json"), 1 << 40).unwrap();
+    assert!(matches!(
+        read_case(&dir),
+        Err(CaseError::BeyondLimit {
+            file: "case.json",
+            name: "MAX_CASE_JSON_BYTES",
+            ..
+        })
+    ));
+    fs::write(dir.join("case.json"), b"").unwrap();
+    assert!(matches!(
+        read_case(&dir),
+        Err(CaseError::Input {
+            file: "case.json",
+            source: InputError::Empty
+        })
+    ));
+}

@@ -16,6 +16,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context;
+use pimdiff_input::limits::MAX_FUZZ_ARTIFACT_BYTES;
 use pimdiff_oracle::Case;
 
 use crate::check::outcome::Signature;
@@ -50,7 +51,8 @@ pub struct Args {
 }
 
 pub fn main(args: Args) -> anyhow::Result<ExitCode> {
-    let bytes = std::fs::read(&args.artifact)
+    // Through the bounded reader (`MAX_FUZZ_ARTIFACT_BYTES`); no bytes is an input like any other.
+    let bytes = pimdiff_input::read_maybe_empty(&args.artifact, MAX_FUZZ_ARTIFACT_BYTES)
         .with_context(|| format!("cannot read the fuzz artifact {}", args.artifact.display()))?;
     if args.out_dir.exists() {
         anyhow::bail!(

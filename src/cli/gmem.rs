@@ -4,23 +4,22 @@
 //! the ISA's 8-bit widths an element is a byte, so the address is also a byte address. The
 //! flag is repeatable. Refused, as bad input (exit 2), before the run: a malformed `ADDR=FILE`,
 //! a file that is not a `.npy` of int8 (`|i1`), a header whose shape disagrees with the data,
-//! a file larger than [`MAX_FILE_BYTES`], preloads that together exceed [`MAX_TOTAL_BYTES`],
-//! a range that runs past the 4 GiB global memory, and two preloads that overlap.
+//! a file larger than `pimdiff_input::limits::MAX_GMEM_NPY_BYTES` (256 MiB), preloads that
+//! together exceed [`MAX_TOTAL_BYTES`], a range that runs past the 4 GiB global memory, and
+//! two preloads that overlap.
 //!
-//! The file is read whole, but only after its size on disk is checked, and the header is never
-//! trusted to size an allocation: ndarray-npy's *view* reader checks the header's shape against
-//! the bytes actually present.
+//! The file is read whole through `pimdiff_input`, after its size on disk is checked, and the
+//! header is never trusted to size an allocation: ndarray-npy's *view* reader checks the
+//! header's shape against the bytes actually present.
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context};
 use ndarray::ArrayViewD;
 use ndarray_npy::ViewNpyExt;
+use pimdiff_input::limits::MAX_GMEM_NPY_BYTES;
 use pimdiff_isa::machine::Machine;
 
-/// Largest preload file accepted (256 MiB; the largest tensor of a ResNet-18 run is a few MiB).
-pub const MAX_FILE_BYTES: u64 = 1 << 28;
 /// Largest sum of all preloads of one run (1 GiB: global memory is sparse, so this is what a
 /// run may cost in RAM for its preloads).
 pub const MAX_TOTAL_BYTES: u64 = 1 << 30;
@@ -124,31 +123,11 @@ impl Preloads {
     }
 }
 
-/// The elements of an int8 `.npy` file, row-major, as bytes.
+/// The elements of an int8 `.npy` file, row-major, as bytes. The file comes through the
+/// bounded reader (`MAX_GMEM_NPY_BYTES`, refused from its size before it is read).
 fn read_int8_npy(path: &Path) -> anyhow::Result<Vec<u8>> {
-    let file = std::fs::File::open(path)
-        .with_context(|| format!("cannot open --gmem file {}", path.display()))?;
-    let size = file
-        .metadata()
-        .with_context(|| format!("cannot read --gmem file {}", path.display()))?
-        .len();
-    if size > MAX_FILE_BYTES {
-        bail!(
-            "--gmem file {}: {size} bytes, more than the limit of {MAX_FILE_BYTES}",
-            path.display()
-        );
-    }
-    let mut raw = Vec::with_capacity(size as usize);
-    // `take` keeps the bound even if the file grows after the size check.
-    file.take(MAX_FILE_BYTES + 1)
-        .read_to_end(&mut raw)
+    let raw = pimdiff_input::read(path, MAX_GMEM_NPY_BYTES)
         .with_context(|| format!("cannot read --gmem file {}", path.display()))?;
-    if raw.len() as u64 > MAX_FILE_BYTES {
-        bail!(
-            "--gmem file {} grew past the size limit while being read",
-            path.display()
-        );
-    }
     let view = ArrayViewD::<i8>::view_npy(&raw).map_err(|e| {
         anyhow::anyhow!(
             "--gmem file {}: not an int8 (|i1) .npy array: {e}",

@@ -7,16 +7,16 @@
 //! imported and what is refused: [`crate::interop::import_onnx`]. Exit 0, or 2 when the model
 //! cannot be read or uses something a case cannot express (the message names it).
 
-use std::io::Read;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::{bail, Context};
+use anyhow::Context;
+use pimdiff_input::limits::MAX_ONNX_MODEL_BYTES;
 use pimdiff_oracle::reference;
 
 use super::new_case::ArchArgs;
 use super::{exit, EXIT_OK};
-use crate::interop::import_onnx::{import_model, MAX_MODEL_BYTES};
+use crate::interop::import_onnx::import_model;
 use crate::interop::{summary, write_case_with_exports};
 
 #[derive(clap::Args, Debug)]
@@ -35,7 +35,9 @@ pub struct Args {
 
 pub fn main(args: Args) -> anyhow::Result<ExitCode> {
     let path = &args.model;
-    let bytes = read_bounded(path).with_context(|| format!("cannot read {}", path.display()))?;
+    // Through the bounded reader: a model above `MAX_ONNX_MODEL_BYTES` is refused from its size.
+    let bytes = pimdiff_input::read(path, MAX_ONNX_MODEL_BYTES)
+        .with_context(|| format!("cannot read {}", path.display()))?;
     let mut case = import_model(&bytes, args.arch.to_arch(), args.seed)
         .with_context(|| format!("cannot import {}", path.display()))?;
     case.expected = Some(reference(&case).context("computing expected.npy")?);
@@ -48,25 +50,4 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
         args.seed
     );
     Ok(exit(EXIT_OK))
-}
-
-/// Reads the model file, refusing one larger than [`MAX_MODEL_BYTES`] before reading it.
-fn read_bounded(path: &std::path::Path) -> anyhow::Result<Vec<u8>> {
-    let file = std::fs::File::open(path)?;
-    let meta = file.metadata()?;
-    if !meta.is_file() {
-        bail!("not a regular file");
-    }
-    if meta.len() > MAX_MODEL_BYTES {
-        bail!(
-            "{} bytes, more than the limit of {MAX_MODEL_BYTES} for a model",
-            meta.len()
-        );
-    }
-    let mut bytes = Vec::with_capacity(meta.len() as usize);
-    file.take(MAX_MODEL_BYTES + 1).read_to_end(&mut bytes)?;
-    if bytes.len() as u64 > MAX_MODEL_BYTES {
-        bail!("more than the limit of {MAX_MODEL_BYTES} bytes for a model");
-    }
-    Ok(bytes)
 }

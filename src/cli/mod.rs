@@ -22,6 +22,7 @@ pub fn exit(code: u8) -> ExitCode {
 
 pub mod asm;
 pub mod compile;
+pub mod completions;
 pub mod errors;
 pub mod export;
 pub mod from_fuzz;
@@ -29,6 +30,7 @@ pub mod gmem;
 pub mod hunt;
 pub mod import_onnx;
 pub mod lowerings;
+pub mod man;
 pub mod new_case;
 pub mod oracle;
 pub mod pimcomp;

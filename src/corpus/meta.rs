@@ -5,9 +5,11 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
+use pimdiff_input::limits::MAX_META_BYTES;
+use pimdiff_input::InputError;
 use serde::{Deserialize, Serialize};
 
-use super::{io_err, CorpusError, EXPECT_JSON, MAX_META_BYTES};
+use super::{io_err, CorpusError, EXPECT_JSON};
 use crate::check::n_version::LoweringChoice;
 use crate::finding::{
     to_json_text, write_finding, Expectation, FindingMeta, FINDING_JSON, META_FORMAT,
@@ -108,26 +110,25 @@ impl Versioned for ExpectFile {
 fn read_meta<T: for<'de> Deserialize<'de> + Versioned>(
     path: &Path,
 ) -> Result<Option<T>, CorpusError> {
-    let meta = match fs::metadata(path) {
-        Ok(m) => m,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => {
+    let text = match pimdiff_input::read(path, MAX_META_BYTES) {
+        Ok(bytes) => bytes,
+        Err(InputError::Io(e)) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(InputError::Io(source)) => {
             return Err(CorpusError::Io {
                 path: path.to_path_buf(),
-                source: e,
+                source,
+            })
+        }
+        Err(source) => {
+            return Err(CorpusError::Input {
+                path: path.to_path_buf(),
+                source,
             })
         }
     };
-    if meta.len() > MAX_META_BYTES {
-        return Err(CorpusError::TooLarge {
-            path: path.to_path_buf(),
-            len: meta.len(),
-        });
-    }
-    let text = fs::read_to_string(path).map_err(io_err(path))?;
     // Check `format` and `expect` first, so that a future format is refused as such and a bad
     // expectation is named as one, not as a generic type error.
-    if let Ok(serde_json::Value::Object(map)) = serde_json::from_str::<serde_json::Value>(&text) {
+    if let Ok(serde_json::Value::Object(map)) = serde_json::from_slice::<serde_json::Value>(&text) {
         if let Some(found) = map.get("format").and_then(|v| v.as_u64()) {
             if found != META_FORMAT as u64 {
                 let found = u32::try_from(found).unwrap_or(u32::MAX);
@@ -144,7 +145,7 @@ fn read_meta<T: for<'de> Deserialize<'de> + Versioned>(
             })?;
         }
     }
-    let value: T = serde_json::from_str(&text).map_err(|e| CorpusError::Json {
+    let value: T = serde_json::from_slice(&text).map_err(|e| CorpusError::Json {
         path: path.to_path_buf(),
         message: e.to_string(),
     })?;

@@ -31,8 +31,6 @@ pub const EXPECT_JSON: &str = "expect.json";
 pub const REPORT_MD: &str = "report.md";
 /// The compiled program of a finding.
 pub const BUNDLE_DIR: &str = "bundle";
-/// Largest `finding.json` / `expect.json` read (they are a few kilobytes).
-const MAX_META_BYTES: u64 = 1 << 20;
 
 /// What can go wrong reading or writing corpus files. Every variant names the path.
 #[derive(Debug, thiserror::Error)]
@@ -59,9 +57,13 @@ pub enum CorpusError {
     /// The destination of an atomic write already exists.
     #[error("{}: already exists; refusing to overwrite it", path.display())]
     Exists { path: PathBuf },
-    /// A metadata file is too large to be one of ours.
-    #[error("{}: {len} bytes, more than the limit of {MAX_META_BYTES} for a metadata file", path.display())]
-    TooLarge { path: PathBuf, len: u64 },
+    /// The bounded reader refused a metadata file (empty, above `MAX_META_BYTES`, not a
+    /// regular file).
+    #[error("{}: {source}", path.display())]
+    Input {
+        path: PathBuf,
+        source: pimdiff_input::InputError,
+    },
 }
 
 impl From<pimdiff_atomic::Error> for CorpusError {

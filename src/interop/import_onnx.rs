@@ -32,10 +32,6 @@ use super::onnx_proto::{
     TensorProto,
 };
 
-/// The largest model file `import-onnx` reads: 256 MiB (a case's weight is at most 2^24
-/// elements, 128 MiB even as float64).
-pub const MAX_MODEL_BYTES: u64 = 256 << 20;
-
 /// The operators that can make the case, as listed in errors.
 const MAIN_OPS: &str = "Conv, ConvInteger, MatMul, MatMulInteger, Gemm";
 

@@ -19,7 +19,7 @@ use std::fs;
 use std::io::{self, Write};
 use std::path::Path;
 
-use pimdiff_input::{MAX_CONFIG_BYTES, MAX_PROGRAM_BYTES};
+use pimdiff_input::limits::{MAX_CONFIG_BYTES, MAX_PROGRAM_BYTES};
 
 use crate::program::Program;
 
@@ -30,7 +30,7 @@ use super::json::{json_error, read_core_slice, write_core};
 /// Read a program from a directory.
 pub fn read_program_dir(dir: &Path) -> Result<Program, LoadError> {
     let config_path = dir.join("config.json");
-    let config_bytes = pimdiff_input::read_file(&config_path, MAX_CONFIG_BYTES)
+    let config_bytes = pimdiff_input::read(&config_path, MAX_CONFIG_BYTES)
         .map_err(|e| LoadError::from(e).in_file(&config_path))?;
     let value: serde_json::Value = serde_json::from_slice(&config_bytes)
         .map_err(|e| LoadError::new(json_error(&e)).in_file(&config_path))?;
@@ -75,7 +75,7 @@ pub fn read_program_dir(dir: &Path) -> Result<Program, LoadError> {
 
     let mut cores = BTreeMap::new();
     for (core, path) in files {
-        let bytes = pimdiff_input::read_file(&path, MAX_PROGRAM_BYTES)
+        let bytes = pimdiff_input::read(&path, MAX_PROGRAM_BYTES)
             .map_err(|e| LoadError::from(e).in_file(&path))?;
         let insts = read_core_slice(&bytes, core).map_err(|e| e.in_file(&path))?;
         cores.insert(core, insts);

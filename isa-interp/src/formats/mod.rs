@@ -30,7 +30,8 @@ mod problem;
 use std::fs;
 use std::path::Path;
 
-use pimdiff_input::{is_blank, InputError, GZIP_MAGIC, MAX_PROGRAM_BYTES};
+use pimdiff_input::limits::MAX_PROGRAM_BYTES;
+use pimdiff_input::{is_blank, InputError, GZIP_MAGIC};
 
 use crate::program::Program;
 
@@ -43,14 +44,14 @@ pub use json::{read_json, write_json};
 /// JSON or our assembly text, either of them possibly gzip-compressed. Gzip is detected by its
 /// magic bytes whatever the extension; JSON by its first non-blank character being `{`;
 /// anything else is parsed as assembly text. The file goes through the bounded reader
-/// (`pimdiff_input::MAX_PROGRAM_BYTES`, compressed and inflated); an empty file is an error.
+/// (`pimdiff_input::limits::MAX_PROGRAM_BYTES`, compressed and inflated); an empty file is an error.
 pub fn load_program(path: &Path) -> Result<Program, LoadError> {
     let meta =
         fs::metadata(path).map_err(|e| LoadError::new(LoadErrorKind::Io(e)).in_file(path))?;
     if meta.is_dir() {
         return read_program_dir(path);
     }
-    let bytes = pimdiff_input::read_file(path, MAX_PROGRAM_BYTES)
+    let bytes = pimdiff_input::read(path, MAX_PROGRAM_BYTES)
         .map_err(|e| LoadError::from(e).in_file(path))?;
     load_bytes(&bytes).map_err(|e| e.in_file(path))
 }
@@ -71,7 +72,7 @@ pub fn load_bytes(bytes: &[u8]) -> Result<Program, LoadError> {
     load_text_bytes(bytes)
 }
 
-/// Decompress a whole gzip file (all members), bounded by `pimdiff_input::MAX_PROGRAM_BYTES`.
+/// Decompress a whole gzip file (all members), bounded by `pimdiff_input::limits::MAX_PROGRAM_BYTES`.
 pub fn gunzip(bytes: &[u8]) -> Result<Vec<u8>, LoadError> {
     Ok(pimdiff_input::gunzip(bytes, MAX_PROGRAM_BYTES)?)
 }

@@ -259,7 +259,7 @@ fn read_text(path: &Path, limit: Limit) -> Result<String, LoadError> {
         line: None,
         kind,
     };
-    let bytes = pimdiff_input::read_file(path, limit).map_err(|e| error(e.into()))?;
+    let bytes = pimdiff_input::read(path, limit).map_err(|e| error(e.into()))?;
     String::from_utf8(bytes).map_err(|e| {
         error(LoadErrorKind::NotUtf8 {
             offset: e.utf8_error().valid_up_to(),

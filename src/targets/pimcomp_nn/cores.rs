@@ -9,13 +9,11 @@
 //! cores in between are idle), so that other defects of the same network are not masked.
 
 use crate::finding::{Kind, Signature};
-use std::io::{BufReader, Read, Write};
+use std::io::Write;
 use std::path::Path;
 
+use pimdiff_input::limits::MAX_PROGRAM_TREE_BYTES;
 use serde_json::Value;
-
-/// Largest decompressed program this module reads (random hunt networks stay far below).
-const MAX_PROGRAM_BYTES: u64 = 512 << 20;
 
 /// What a program's cores are, against its config.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -67,6 +65,12 @@ pub enum CoresError {
         path: String,
         source: std::io::Error,
     },
+    /// The bounded reader refused the file (missing, empty, too large, a gzip bomb, ...).
+    #[error("{path}: {source}")]
+    Input {
+        path: String,
+        source: pimdiff_input::InputError,
+    },
     #[error("{path}: not a JSON program: {source}")]
     Json {
         path: String,
@@ -83,28 +87,15 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> CoresError + '_ {
     }
 }
 
-/// Reads a program file (gzip or plain JSON, at most [`MAX_PROGRAM_BYTES`] decompressed).
+/// Reads a program file (gzip or plain JSON) through the bounded reader
+/// ([`MAX_PROGRAM_TREE_BYTES`] compressed and inflated, and the gzip ratio limit).
 fn read_program(path: &Path) -> Result<serde_json::Map<String, Value>, CoresError> {
-    let mut file = BufReader::new(std::fs::File::open(path).map_err(io(path))?);
-    let mut magic = [0u8; 2];
-    let n = file.read(&mut magic).map_err(io(path))?;
-    let head = std::io::Cursor::new(magic[..n].to_vec()).chain(file);
-    let reader: Box<dyn Read> = if magic == [0x1f, 0x8b] {
-        Box::new(flate2::read::GzDecoder::new(head))
-    } else {
-        Box::new(head)
-    };
-    let mut bytes = Vec::new();
-    reader
-        .take(MAX_PROGRAM_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(io(path))?;
-    if bytes.len() as u64 > MAX_PROGRAM_BYTES {
-        return Err(CoresError::Shape {
+    let bytes = pimdiff_input::read_gzip_or_plain(path, MAX_PROGRAM_TREE_BYTES).map_err(|e| {
+        CoresError::Input {
             path: path.display().to_string(),
-            what: "larger than 512 MiB decompressed",
-        });
-    }
+            source: e,
+        }
+    })?;
     match serde_json::from_slice(&bytes) {
         Ok(Value::Object(map)) => Ok(map),
         Ok(_) => Err(CoresError::Shape {

@@ -19,7 +19,7 @@
 
 use std::io::Read;
 
-use pimdiff_input::{Limit, MAX_PROGRAM_BYTES};
+use pimdiff_input::limits::{Limit, MAX_PROGRAM_BYTES};
 
 use crate::program::Program;
 
@@ -34,7 +34,7 @@ pub(crate) use write::write_core;
 pub use write::{write_inst, write_json};
 
 /// Read a whole program from a JSON stream (plain JSON; decompress first for gzip, or use
-/// [`super::load_program`], which detects it). At most `pimdiff_input::MAX_PROGRAM_BYTES`
+/// [`super::load_program`], which detects it). At most `pimdiff_input::limits::MAX_PROGRAM_BYTES`
 /// are read.
 pub fn read_json<R: Read>(r: R) -> Result<Program, LoadError> {
     read_json_with_limit(r, MAX_PROGRAM_BYTES)

@@ -14,7 +14,8 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver};
 use std::sync::Mutex;
 
-use pimdiff_input::{gunzip_reader, InputError, MAX_PROGRAM_BYTES};
+use pimdiff_input::limits::MAX_PROGRAM_BYTES;
+use pimdiff_input::{gunzip_reader, InputError};
 
 use crate::inst::Inst;
 use crate::program::Program;

@@ -1,6 +1,8 @@
 //! Why a PIMCOMP-NN program and its side table cannot be checked (bad input, exit 2).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+
+use pimdiff_input::InputError;
 
 /// Every way the two input files can be unusable. Findings (mismatches, operand
 /// disagreements) are not errors: they are in the verdict.
@@ -11,11 +13,13 @@ pub enum PimcompError {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("{}: {what} is larger than the limit of {limit} bytes", path.display())]
-    TooLarge {
+    /// The bounded reader refused `what` (empty, above its limit, a gzip bomb, truncated
+    /// gzip, ...).
+    #[error("{}: {what}: {source}", path.display())]
+    Input {
         path: PathBuf,
         what: &'static str,
-        limit: u64,
+        source: pimdiff_input::InputError,
     },
     #[error("{}: not a valid side table: {message}", path.display())]
     Table { path: PathBuf, message: String },
@@ -36,4 +40,22 @@ pub enum PimcompError {
     Model(String),
     #[error("cannot build the run: {0}")]
     Setup(String),
+}
+
+impl PimcompError {
+    /// A refusal of the bounded reader for `path` (holding `what`): an operating-system error
+    /// as [`PimcompError::Io`], anything else as [`PimcompError::Input`].
+    pub fn input(path: &Path, what: &'static str, e: InputError) -> PimcompError {
+        match e {
+            InputError::Io(source) => PimcompError::Io {
+                path: path.to_path_buf(),
+                source,
+            },
+            source => PimcompError::Input {
+                path: path.to_path_buf(),
+                what,
+                source,
+            },
+        }
+    }
 }

@@ -6,15 +6,13 @@
 //! `reshape_info`, `comm_pair_total_num` (the last two are not needed). See
 //! `docs/pimcomp-numerics.md` §1 for the fields.
 
-use std::io::Read;
 use std::path::Path;
+
+use pimdiff_input::limits::MAX_TABLE_BYTES;
 
 use serde::Deserialize;
 
 use super::error::PimcompError;
-
-/// Largest decompressed table accepted (2 GiB; the largest real one is 377 MB).
-pub const MAX_TABLE_BYTES: u64 = 2 << 30;
 
 /// The whole side table, typed.
 #[derive(Debug, Deserialize)]
@@ -258,52 +256,13 @@ impl TryFrom<RawInst> for TInst {
     }
 }
 
-/// Reads a side table, plain or gzip-compressed (detected by its magic bytes).
+/// Reads a side table, plain or gzip-compressed (detected by its magic bytes), through the
+/// bounded reader (`MAX_TABLE_BYTES` compressed and inflated, and the gzip ratio limit).
 pub fn read_table(path: &Path) -> Result<SideTable, PimcompError> {
-    let text = read_maybe_gz(path, "the side table")?;
+    let text = pimdiff_input::read_gzip_or_plain(path, MAX_TABLE_BYTES)
+        .map_err(|e| PimcompError::input(path, "the side table", e))?;
     serde_json::from_slice(&text).map_err(|e| PimcompError::Table {
         path: path.to_path_buf(),
         message: e.to_string(),
     })
-}
-
-/// The bytes of `path`, gunzipped when they start with the gzip magic, bounded by
-/// [`MAX_TABLE_BYTES`] before and after decompression.
-pub fn read_maybe_gz(path: &Path, what: &'static str) -> Result<Vec<u8>, PimcompError> {
-    let io = |source| PimcompError::Io {
-        path: path.to_path_buf(),
-        source,
-    };
-    let too_large = || PimcompError::TooLarge {
-        path: path.to_path_buf(),
-        what,
-        limit: MAX_TABLE_BYTES,
-    };
-    let file = std::fs::File::open(path).map_err(io)?;
-    if file.metadata().map_err(io)?.len() > MAX_TABLE_BYTES {
-        return Err(too_large());
-    }
-    let mut raw = Vec::new();
-    file.take(MAX_TABLE_BYTES + 1)
-        .read_to_end(&mut raw)
-        .map_err(io)?;
-    if !raw.starts_with(&[0x1f, 0x8b]) {
-        return if raw.len() as u64 > MAX_TABLE_BYTES {
-            Err(too_large())
-        } else {
-            Ok(raw)
-        };
-    }
-    let mut text = Vec::with_capacity(raw.len() * 8);
-    flate2::read::MultiGzDecoder::new(&raw[..])
-        .take(MAX_TABLE_BYTES + 1)
-        .read_to_end(&mut text)
-        .map_err(|e| PimcompError::Table {
-            path: path.to_path_buf(),
-            message: format!("gzip: {e}"),
-        })?;
-    if text.len() as u64 > MAX_TABLE_BYTES {
-        return Err(too_large());
-    }
-    Ok(text)
 }
