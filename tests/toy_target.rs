@@ -1,0 +1,160 @@
+//! A compiler under test is a plug-in: a toy target in a few dozen lines gets the whole
+//! engine — sweep, dedup, minimization, the shared finding writer and summary — and a panic
+//! inside it is a `crash` finding, saved and minimized like any other.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use pimdiff::engine::watchdog::{Stage, StageClock};
+use pimdiff::engine::{run_hunt, HuntConfig, HuntControl, Limit, MinimizeConfig, Shard};
+use pimdiff::engine::{Observation, Target};
+use pimdiff::finding::{write_new, FindingMeta, Kind, Signature};
+
+/// "Compiles" a list of numbers: the reference is the list itself; the compiler adds one to
+/// every value above `threshold`, and with `panics` it dies on a value above 90.
+struct Toy {
+    threshold: i64,
+    panics: bool,
+}
+
+impl Target for Toy {
+    type Case = Vec<i64>;
+    type Run = Vec<i64>;
+    type Evidence = Vec<i64>;
+
+    fn name(&self) -> &'static str {
+        "toy"
+    }
+    fn compiler(&self) -> String {
+        format!("adds one above {}", self.threshold)
+    }
+    fn generator(&self) -> serde_json::Value {
+        serde_json::json!({ "values": 6 })
+    }
+    fn case(&self, seed: u64) -> Vec<i64> {
+        (0..6).map(|i| ((seed >> (i * 7)) % 100) as i64).collect()
+    }
+    fn size(&self, case: &Vec<i64>) -> u64 {
+        case.iter().map(|v| v.unsigned_abs() + 1).sum()
+    }
+    fn run(&self, case: &Vec<i64>, _clock: &StageClock) -> Vec<i64> {
+        assert!(
+            !self.panics || case.iter().all(|&v| v <= 90),
+            "value out of range"
+        );
+        let bump = |v: i64| if v > self.threshold { v + 1 } else { v };
+        case.iter().map(|&v| bump(v)).collect()
+    }
+    fn observe(&self, output: &Vec<i64>) -> Observation {
+        let wrong = output.iter().any(|&v| v > self.threshold + 1);
+        match wrong {
+            true => Observation::finding(Signature::new(Kind::Mismatch, "values off by one")),
+            false => Observation::of_kind(Kind::Pass),
+        }
+    }
+    fn stage_limit(&self, _stage: Stage) -> Option<std::time::Duration> {
+        None
+    }
+    fn passes(&self) -> usize {
+        2
+    }
+    fn candidates(&self, pass: usize, case: &Vec<i64>) -> Vec<(String, Vec<i64>)> {
+        (0..case.len())
+            .map(|i| {
+                let mut c = case.clone();
+                match pass {
+                    0 => drop(c.remove(i)),
+                    _ => c[i] -= 1,
+                }
+                (format!("pass {pass} at {i}"), c)
+            })
+            .collect()
+    }
+    fn evidence(&self, case: &Vec<i64>, run: Option<Vec<i64>>, _: &Signature) -> Vec<i64> {
+        run.unwrap_or_else(|| case.clone())
+    }
+    fn write_finding(
+        &self,
+        dir: &Path,
+        case: &Vec<i64>,
+        output: &Vec<i64>,
+        meta: &mut FindingMeta,
+    ) -> Result<(), pimdiff_atomic::Error> {
+        meta.details = serde_json::json!({ "output": output });
+        write_new(
+            &dir.join("case.json"),
+            &serde_json::to_vec(case).unwrap_or_default(),
+        )
+    }
+}
+
+fn hunt(out: &Path, toy: Toy) -> pimdiff::finding::HuntSummary {
+    let cfg = HuntConfig {
+        seed: 5,
+        limit: Limit::Cases(40),
+        jobs: 2,
+        shard: Shard::ALL,
+        minimize: MinimizeConfig::default(),
+        max_unsupported: None,
+        out: out.to_path_buf(),
+    };
+    run_hunt(&cfg, Arc::new(toy), &HuntControl::default()).unwrap()
+}
+
+fn read_meta(dir: &Path) -> FindingMeta {
+    serde_json::from_slice(&std::fs::read(dir.join("finding.json")).unwrap()).unwrap()
+}
+
+#[test]
+fn the_engine_finds_minimizes_and_saves_a_toy_targets_bug() {
+    let tmp = tempfile::tempdir().unwrap();
+    let toy = Toy {
+        threshold: 50,
+        panics: false,
+    };
+    let s = hunt(tmp.path(), toy);
+    assert_eq!((s.target.as_str(), s.cases_run), ("toy", 40));
+    assert_eq!(s.findings.len(), 1, "{:?}", s.findings);
+    let f = &s.findings[0];
+    assert_eq!(f.signature, "mismatch: values off by one");
+    assert!(f.triaged && !f.minimization.cut_short);
+    // One value, just above the threshold: the smallest case that still shows the bug.
+    let dir = tmp.path().join(&f.dir);
+    assert_eq!(
+        std::fs::read_to_string(dir.join("case.json")).unwrap(),
+        "[51]"
+    );
+    let meta = read_meta(&dir);
+    assert_eq!(meta.target.as_deref(), Some("toy"));
+    assert_eq!(meta.details["output"], serde_json::json!([52]));
+    assert_eq!(meta.minimization.unwrap().minimized_size, 52);
+    assert!(tmp.path().join("summary.md").is_file());
+}
+
+#[test]
+fn a_panic_of_the_target_is_a_crash_finding_and_the_hunt_goes_on() {
+    let tmp = tempfile::tempdir().unwrap();
+    let s = hunt(
+        tmp.path(),
+        Toy {
+            threshold: 1000,
+            panics: true,
+        },
+    );
+    assert_eq!(s.cases_run, 40);
+    assert_eq!(s.findings.len(), 1, "{:?}", s.findings);
+    let f = &s.findings[0];
+    assert_eq!(f.outcome, Kind::Crash);
+    let source = include_str!("toy_target.rs");
+    let line = source.lines().position(|l| l.contains("fn run(")).unwrap() + 2;
+    let at = format!("tests/toy_target.rs:{line}");
+    assert_eq!(
+        f.signature,
+        format!("crash: panic: value out of range at {at}")
+    );
+    let dir = tmp.path().join(&f.dir);
+    assert_eq!(
+        std::fs::read_to_string(dir.join("case.json")).unwrap(),
+        "[91]"
+    );
+}
