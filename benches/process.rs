@@ -122,7 +122,12 @@ fn deadline_row(path: &str, hangs: usize, limit: Duration, marker: &str, mut run
             std::thread::sleep(Duration::from_micros(200));
         }
         assert!(!alive_with(marker), "{path}: the hung compiler survived");
-        times.push(Instant::now().saturating_duration_since(deadline).as_secs_f64() * 1e3);
+        times.push(
+            Instant::now()
+                .saturating_duration_since(deadline)
+                .as_secs_f64()
+                * 1e3,
+        );
     }
     times.sort_by(f64::total_cmp);
     println!(

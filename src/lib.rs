@@ -31,5 +31,6 @@ pub mod hunt;
 pub mod interop;
 pub mod pimcomp;
 pub mod pimcomp_hunt;
+pub mod process;
 pub mod shrink;
 pub mod triage;
