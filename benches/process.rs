@@ -6,12 +6,19 @@
 //!   reads the bundle; here it fails for want of one, which costs the same every run);
 //! * `pimcomp`: `pimcomp_hunt::compile::compile` (lays out the compiler's tree, runs it);
 //!
+//! * `process`: `process::Invocation::run` alone (what both paths above run through), plain,
+//!   with the memory watchdog sampling, with ASLR off, with the fixed environment;
+//! * `std spawn`: std's `Command` spawn and wait, as posix_spawn and with a `pre_exec` hook
+//!   (which makes std fork): run with `--ballast MIB` to see a fork's cost grow with the
+//!   harness's resident memory, the reason `process` has no hook;
+//!
 //! each with `/bin/true` and with a tiny shell script that writes a line to standard output and
 //! one to standard error. Then `deadline`: a compiler that ignores SIGTERM and leaves a
 //! grandchild that ignores it too, run under a short timeout through each path; the figure is
 //! the time from the deadline until no process of it is left running (read from `/proc`).
 //!
-//! `cargo bench --bench process` (`--runs N`, default 400; `--hangs N`, default 10).
+//! `cargo bench --bench process` (`--runs N`, default 400; `--hangs N`, default 10;
+//! `--ballast MIB`, default 0: memory the bench holds resident while it runs).
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -19,6 +26,7 @@ use std::time::{Duration, Instant};
 use pimdiff::compilers::external::compile_external;
 use pimdiff::generate::{case_from_seed, GenConfig};
 use pimdiff::pimcomp_hunt::compile::{compile, CompilerSetup, Pipeline};
+use pimdiff::process::{Environment, Invocation, Limits, Pinning, Status};
 
 const TIMEOUT: Duration = Duration::from_secs(20);
 
@@ -33,6 +41,7 @@ fn main() {
     };
     let runs = value("--runs", 400);
     let hangs = value("--hangs", 10);
+    let ballast = ballast(value("--ballast", 0));
     let dir = tempfile::tempdir().expect("a temporary directory");
     let script = dir.path().join("tiny.sh");
     write_script(&script, "echo out\necho err >&2\n");
@@ -51,10 +60,58 @@ fn main() {
         row("pimcomp", name, runs, || {
             compile(&setup, "{}", Pipeline::Batch, 0).expect("compile");
         });
+        let variants: [(&str, Limits, Pinning); 4] = [
+            ("process", Limits::new(TIMEOUT), Pinning::default()),
+            (
+                "process, RSS watched (1 ms)",
+                Limits {
+                    rss_bytes: Some(4 << 30),
+                    rss_interval: Duration::from_millis(1),
+                    ..Limits::new(TIMEOUT)
+                },
+                Pinning::default(),
+            ),
+            (
+                "process, ASLR off",
+                Limits::new(TIMEOUT),
+                Pinning {
+                    aslr_disabled: true,
+                    ..Pinning::default()
+                },
+            ),
+            (
+                "process, fixed environment",
+                Limits::new(TIMEOUT),
+                Pinning {
+                    environment: Environment::fixed(),
+                    ..Pinning::default()
+                },
+            ),
+        ];
+        for (path, limits, pinning) in variants {
+            row(path, name, runs, || {
+                let run = Invocation::new(program, "bench-")
+                    .expect("invocation")
+                    .limits(limits)
+                    .pinning(pinning.clone())
+                    .run()
+                    .expect("run");
+                assert_eq!(run.status, Status::Exited { code: 0 });
+            });
+        }
+        row("(temporary directory made and removed)", name, runs, || {
+            drop(tempfile::Builder::new().prefix("bench-").tempdir());
+        });
+        row("std spawn (posix_spawn)", name, runs, || {
+            std_spawn(program, false);
+        });
+        row("std spawn (pre_exec hook: fork)", name, runs, || {
+            std_spawn(program, true);
+        });
     }
 
-    println!("\n| path | deadline → group dead, median ms | max ms |");
-    println!("|---|---:|---:|");
+    println!("\n| path | deadline → run returned, median ms | max ms | deadline → none left (bench's scan), median ms | max ms |");
+    println!("|---|---:|---:|---:|---:|");
     let hang = dir.path().join("hang.sh");
     let marker = "30.4242";
     write_script(
@@ -70,6 +127,44 @@ fn main() {
     deadline_row("pimcomp", hangs, limit, marker, || {
         compile(&setup, "{}", Pipeline::Batch, 0).expect("compile");
     });
+    deadline_row("process", hangs, limit, marker, || {
+        let run = Invocation::new(&hang, "bench-")
+            .expect("invocation")
+            .limits(Limits::new(limit))
+            .run()
+            .expect("run");
+        assert_eq!(run.status, Status::TimedOut);
+    });
+    std::hint::black_box(ballast);
+}
+
+/// `mib` MiB written to, so that they are resident.
+fn ballast(mib: usize) -> Vec<u8> {
+    let mut v = vec![0u8; mib << 20];
+    for i in (0..v.len()).step_by(4096) {
+        v[i] = 1;
+    }
+    if mib > 0 {
+        println!("(holding {mib} MiB resident)\n");
+    }
+    v
+}
+
+/// std's spawn and wait, output piped, in a process group; `hook`: with an empty `pre_exec`.
+fn std_spawn(program: &Path, hook: bool) {
+    use std::os::unix::process::CommandExt;
+    let mut cmd = std::process::Command::new(program);
+    cmd.stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .process_group(0);
+    if hook {
+        // SAFETY: the hook does nothing.
+        unsafe {
+            cmd.pre_exec(|| Ok(()));
+        }
+    }
+    cmd.output().expect("spawn");
 }
 
 fn setup(bin: &Path, config: &Path, timeout: Duration) -> CompilerSetup {
@@ -109,32 +204,36 @@ fn row(path: &str, program: &str, runs: usize, mut run: impl FnMut()) {
     );
 }
 
-/// Runs the hanging compiler `hangs` times; each time, the time from its deadline until no
-/// process whose command line names `marker` is left alive (zombies count as dead).
+/// Runs the hanging compiler `hangs` times; each time, the time from its deadline until the
+/// run returned, and until no process whose command line names `marker` is left alive
+/// (zombies count as dead), as this bench sees it in `/proc` (one scan costs about a
+/// millisecond, which the second figure includes).
 fn deadline_row(path: &str, hangs: usize, limit: Duration, marker: &str, mut run: impl FnMut()) {
-    let mut times = Vec::new();
+    let mut returned = Vec::new();
+    let mut dead = Vec::new();
     for _ in 0..hangs {
         let start = Instant::now();
         run();
         let deadline = start + limit;
+        returned.push(ms_since(deadline));
         let give_up = Instant::now() + Duration::from_secs(5);
         while alive_with(marker) && Instant::now() < give_up {
             std::thread::sleep(Duration::from_micros(200));
         }
         assert!(!alive_with(marker), "{path}: the hung compiler survived");
-        times.push(
-            Instant::now()
-                .saturating_duration_since(deadline)
-                .as_secs_f64()
-                * 1e3,
-        );
+        dead.push(ms_since(deadline));
     }
-    times.sort_by(f64::total_cmp);
+    returned.sort_by(f64::total_cmp);
+    dead.sort_by(f64::total_cmp);
+    let (n, last) = (hangs / 2, hangs - 1);
     println!(
-        "| {path} | {:.1} | {:.1} |",
-        times[times.len() / 2],
-        times[times.len() - 1]
+        "| {path} | {:.1} | {:.1} | {:.1} | {:.1} |",
+        returned[n], returned[last], dead[n], dead[last]
     );
+}
+
+fn ms_since(t: Instant) -> f64 {
+    Instant::now().saturating_duration_since(t).as_secs_f64() * 1e3
 }
 
 fn alive_with(marker: &str) -> bool {

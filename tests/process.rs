@@ -172,6 +172,20 @@ fn output_is_bounded_and_read_concurrently() {
     }
 }
 
+/// A program that writes as fast as it can is still stopped at its deadline, and its output
+/// is the bound's worth.
+#[test]
+fn a_chatty_program_still_times_out() {
+    let _g = shared();
+    let mut l = Limits::new(Duration::from_millis(300));
+    l.output_bytes = 1000;
+    let run = sh("exec yes", l);
+    assert_eq!(run.status, Status::TimedOut);
+    assert_eq!(run.stdout.bytes, b"y\n".repeat(500));
+    assert!(run.stdout.total > 1000);
+    assert_eq!(running_in_group(run.pid), Vec::<String>::new());
+}
+
 #[test]
 fn a_missing_program_is_a_spawn_error() {
     let _g = shared();

@@ -26,6 +26,9 @@ const DRAIN_GRACE: Duration = Duration::from_millis(250);
 /// caught, so only a process stuck in the kernel (uninterruptible sleep) takes longer.
 const DEATH_BOUND: Duration = Duration::from_secs(2);
 
+/// Bytes read from one pipe per wake-up, at most.
+const READ_BURST: usize = 1 << 20;
+
 /// What [`supervise`] found.
 pub(super) struct Watched {
     pub status: Status,
@@ -127,7 +130,8 @@ fn wait_for_end(
 ) -> io::Result<End> {
     let far = Duration::from_secs(100 * 365 * 24 * 3600);
     let deadline = start + limits.timeout.min(far);
-    let mut next_sample = limits.rss_bytes.map(|_| start + limits.rss_interval);
+    let interval = limits.rss_interval.max(Duration::from_millis(1));
+    let mut next_sample = limits.rss_bytes.map(|_| start + interval);
     loop {
         let now = Instant::now();
         if now >= deadline {
@@ -140,7 +144,7 @@ fn wait_for_end(
                 if rss > limit {
                     return Ok(End::Memory(rss));
                 }
-                next_sample = Some(now + limits.rss_interval);
+                next_sample = Some(now + interval);
             }
         }
         let wake = next_sample.map_or(deadline, |s| s.min(deadline));
@@ -299,13 +303,14 @@ impl Pipe {
         }
     }
 
-    /// Reads what is there now; closes the pipe at its end.
+    /// Reads what is there now, up to [`READ_BURST`] bytes (a program that writes as fast as
+    /// it is read must not keep the watch from its deadline); closes the pipe at its end.
     fn read_available(&mut self) -> io::Result<()> {
         let Some(file) = &mut self.file else {
             return Ok(());
         };
         let mut buf = [0u8; 16 << 10];
-        loop {
+        for _ in 0..READ_BURST / buf.len() {
             match file.read(&mut buf) {
                 Ok(0) => {
                     self.file = None;
@@ -317,5 +322,6 @@ impl Pipe {
                 Err(e) => return Err(e),
             }
         }
+        Ok(())
     }
 }
