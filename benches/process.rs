@@ -114,20 +114,24 @@ fn main() {
     println!("|---|---:|---:|---:|---:|");
     let hang = dir.path().join("hang.sh");
     let marker = "30.4242";
+    let stamp = dir.path().join("started");
     write_script(
         &hang,
-        &format!("trap '' TERM\nsleep {marker} &\nsleep {marker}\n"),
+        &format!(
+            "date +%s%N > {}\ntrap '' TERM\nsleep {marker} &\nsleep {marker}\n",
+            stamp.display()
+        ),
     );
     let limit = Duration::from_millis(300);
     let command = hang.display().to_string();
-    deadline_row("external", hangs, limit, marker, || {
+    deadline_row("external", hangs, limit, marker, &stamp, || {
         let _ = compile_external(&case, &command, limit);
     });
     let setup = setup(&hang, &config, limit);
-    deadline_row("pimcomp", hangs, limit, marker, || {
+    deadline_row("pimcomp", hangs, limit, marker, &stamp, || {
         compile(&setup, "{}", Pipeline::Batch, 0).expect("compile");
     });
-    deadline_row("process", hangs, limit, marker, || {
+    deadline_row("process", hangs, limit, marker, &stamp, || {
         let run = Invocation::new(&hang, "bench-")
             .expect("invocation")
             .limits(Limits::new(limit))
@@ -204,17 +208,30 @@ fn row(path: &str, program: &str, runs: usize, mut run: impl FnMut()) {
     );
 }
 
-/// Runs the hanging compiler `hangs` times; each time, the time from its deadline until the
-/// run returned, and until no process whose command line names `marker` is left alive
-/// (zombies count as dead), as this bench sees it in `/proc` (one scan costs about a
-/// millisecond, which the second figure includes).
-fn deadline_row(path: &str, hangs: usize, limit: Duration, marker: &str, mut run: impl FnMut()) {
+/// Runs the hanging compiler `hangs` times; each time, the time from its deadline (the moment
+/// its script started, which it writes to `stamp` first thing, plus `limit`: so the time the
+/// path takes to prepare the run does not count) until the run returned, and until no process
+/// whose command line names `marker` is left alive (zombies count as dead) as this bench sees
+/// it in `/proc` (one scan of which costs about a millisecond, included).
+fn deadline_row(
+    path: &str,
+    hangs: usize,
+    limit: Duration,
+    marker: &str,
+    stamp: &Path,
+    mut run: impl FnMut(),
+) {
     let mut returned = Vec::new();
     let mut dead = Vec::new();
     for _ in 0..hangs {
-        let start = Instant::now();
+        let _ = std::fs::remove_file(stamp);
         run();
-        let deadline = start + limit;
+        let started: u128 = std::fs::read_to_string(stamp)
+            .expect("the hung compiler wrote when it started")
+            .trim()
+            .parse()
+            .expect("nanoseconds");
+        let deadline = started + limit.as_nanos();
         returned.push(ms_since(deadline));
         let give_up = Instant::now() + Duration::from_secs(5);
         while alive_with(marker) && Instant::now() < give_up {
@@ -232,8 +249,13 @@ fn deadline_row(path: &str, hangs: usize, limit: Duration, marker: &str, mut run
     );
 }
 
-fn ms_since(t: Instant) -> f64 {
-    Instant::now().saturating_duration_since(t).as_secs_f64() * 1e3
+/// Milliseconds from `t` (nanoseconds since the Unix epoch) until now; negative when before.
+fn ms_since(t: u128) -> f64 {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .expect("a clock after 1970")
+        .as_nanos();
+    (now as f64 - t as f64) / 1e6
 }
 
 fn alive_with(marker: &str) -> bool {

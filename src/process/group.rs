@@ -23,7 +23,8 @@ fn live() -> MutexGuard<'static, BTreeMap<i32, Arc<AtomicBool>>> {
 /// there were. Their runs end as [`super::Status::Cancelled`]. A hunt calls this when it ends
 /// with threads still stuck in compilers, and on the Ctrl-C that exits at once: the programs
 /// run in groups of their own, which neither the harness's exit nor the terminal's SIGINT
-/// reaches.
+/// reaches. It kills what runs now: a program spawned after it (or while it runs) is not
+/// killed, so callers stop starting programs first.
 pub fn kill_all() -> usize {
     let groups = live();
     for (&pgid, cancelled) in groups.iter() {
