@@ -29,6 +29,7 @@ pub mod engine;
 pub mod finding;
 pub mod fuzz_targets;
 pub mod interop;
+pub mod process;
 pub mod report;
 pub mod targets;
 pub mod triage;

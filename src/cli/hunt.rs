@@ -434,7 +434,7 @@ fn warn_loudly(s: &crate::engine::HuntSummary) {
 }
 
 /// Ctrl-C / SIGTERM: the first asks the hunt to stop, the second skips what is left of
-/// triage, the third exits at once (status 130).
+/// triage, the third kills every compiler still running and exits at once (status 130).
 pub(crate) fn install_signal_handler(control: &HuntControl) -> anyhow::Result<()> {
     let stop = Arc::clone(&control.stop);
     let abort = Arc::clone(&control.abort_minimization);
@@ -448,7 +448,10 @@ pub(crate) fn install_signal_handler(control: &HuntControl) -> anyhow::Result<()
             eprintln!("\nskipping minimization; saving findings unminimized");
             abort.store(true, Ordering::SeqCst);
         }
-        _ => std::process::exit(130),
+        _ => {
+            crate::process::kill_all();
+            std::process::exit(130)
+        }
     })
     .context("cannot install the Ctrl-C handler")
 }

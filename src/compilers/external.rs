@@ -10,8 +10,8 @@
 //!   directory and every `{out}` with the bundle directory, each single-quoted for the shell
 //!   (so paths with spaces or quotes are safe, and the rest of the line keeps shell syntax:
 //!   pipes, `&&`, environment assignments). A command with neither placeholder gets
-//!   `{case} {out}` appended as its last two arguments. It runs in its own process group, in
-//!   the harness's working directory, with standard input closed.
+//!   `{case} {out}` appended as its last two arguments. It runs through [`crate::process`]: in
+//!   its own process group, in the harness's working directory, with standard input closed.
 //! * Exit status 0: the bundle directory must hold a bundle (`Bundle::read_dir`); a bundle that
 //!   cannot be read is a `compile-error` naming the file at fault.
 //! * Exit status [`UNSUPPORTED_EXIT_CODE`] (3): the compiler declines the case —
@@ -27,20 +27,15 @@
 //!
 //! The temporary directories are removed afterwards, whatever happened.
 
-use std::collections::BTreeSet;
 use std::fs;
-use std::io::Read;
-use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
+use std::path::Path;
+use std::time::Duration;
 
 use pimdiff_isa::bundle::Bundle;
 use pimdiff_oracle::Case;
 
 use super::{Claim, CompileFailure};
+use crate::process::{Invocation, Limits, Status};
 
 /// The exit status by which an external compiler declines a case.
 pub const UNSUPPORTED_EXIT_CODE: i32 = 3;
@@ -54,10 +49,9 @@ pub fn compile_external(
     command: &str,
     timeout: Duration,
 ) -> Result<Bundle, CompileFailure> {
-    let work = TempDir::new()
-        .map_err(|e| poisoned(format!("cannot create a temporary directory: {e}")))?;
-    let case_dir = work.path.join("case");
-    let out_dir = work.path.join("bundle");
+    let invocation = Invocation::new("sh", "pimdiff-ext-").map_err(|e| poisoned(e.to_string()))?;
+    let case_dir = invocation.dir().join("case");
+    let out_dir = invocation.dir().join("bundle");
     let mut case = case.clone();
     case.expected = None;
     pimdiff_oracle::io::write_case(&case, &case_dir).map_err(|e| {
@@ -72,11 +66,16 @@ pub fn compile_external(
         ))
     })?;
     let line = command_line(command, &case_dir, &out_dir);
-    let run = run_with_timeout(&line, timeout)
+    let run = invocation
+        .args(["-c", &line])
+        .in_harness_dir()
+        .limits(Limits::new(timeout))
+        .run()
         .map_err(|e| poisoned(format!("cannot run `sh -c {line}`: {e}")))?;
-    match run {
-        Finished::TimedOut => Err(CompileFailure::TimedOut { limit: timeout }),
-        Finished::Exited { code: Some(0), .. } => {
+    let (stdout, stderr) = (&run.stdout.bytes, &run.stderr.bytes);
+    match run.status {
+        Status::TimedOut => Err(CompileFailure::TimedOut { limit: timeout }),
+        Status::Exited { code: 0 } => {
             Bundle::read_dir(&out_dir).map_err(|e| CompileFailure::Failed {
                 message: format!(
                     "the external compiler wrote a broken bundle: {}",
@@ -84,23 +83,17 @@ pub fn compile_external(
                 ),
             })
         }
-        Finished::Exited {
-            code: Some(UNSUPPORTED_EXIT_CODE),
-            stdout,
-            stderr,
+        Status::Exited {
+            code: UNSUPPORTED_EXIT_CODE,
         } => {
-            let reason = last_line(&stderr)
-                .or_else(|| last_line(&stdout))
+            let reason = last_line(stderr)
+                .or_else(|| last_line(stdout))
                 .unwrap_or_else(|| "(no reason given)".into());
             let claim = Claim::from_reason(&reason);
             Err(CompileFailure::Unsupported { reason, claim })
         }
-        Finished::Exited { code, stderr, .. } => {
-            let status = match code {
-                Some(c) => format!("exit status {c}"),
-                None => "killed by a signal".into(),
-            };
-            let tail = tail(&stderr);
+        status => {
+            let tail = tail(stderr);
             let message = if tail.trim().is_empty() {
                 format!("the external compiler failed ({status})")
             } else {
@@ -142,127 +135,6 @@ pub fn shell_quote(text: &str) -> String {
     format!("'{}'", text.replace('\'', r"'\''"))
 }
 
-enum Finished {
-    Exited {
-        code: Option<i32>,
-        stdout: Vec<u8>,
-        stderr: Vec<u8>,
-    },
-    TimedOut,
-}
-
-/// The process groups of the external commands running now, so that a hunt that ends early
-/// can kill them ([`kill_running_commands`]): they run in their own groups, which the end of
-/// the harness's process does not take with it.
-static RUNNING: Mutex<BTreeSet<u32>> = Mutex::new(BTreeSet::new());
-
-/// Kills every external command still running (each one's whole process group). A hunt calls
-/// this when it ends with cases still in flight; their checks then report a failed compiler,
-/// which nobody reads any more.
-pub fn kill_running_commands() {
-    let groups: Vec<u32> = match RUNNING.lock() {
-        Ok(g) => g.iter().copied().collect(),
-        Err(poisoned) => poisoned.into_inner().iter().copied().collect(),
-    };
-    for pgid in groups {
-        kill_group(pgid);
-    }
-}
-
-/// Registers (or unregisters) a running process group for [`kill_running_commands`].
-pub(crate) fn set_running(pgid: u32, running: bool) {
-    let mut set = RUNNING.lock().unwrap_or_else(|p| p.into_inner());
-    if running {
-        set.insert(pgid);
-    } else {
-        set.remove(&pgid);
-    }
-}
-
-fn run_with_timeout(line: &str, timeout: Duration) -> std::io::Result<Finished> {
-    let mut child = Command::new("sh")
-        .arg("-c")
-        .arg(line)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .spawn()?;
-    set_running(child.id(), true);
-    let result = wait_with_timeout(&mut child, timeout);
-    set_running(child.id(), false);
-    result
-}
-
-fn wait_with_timeout(
-    child: &mut std::process::Child,
-    timeout: Duration,
-) -> std::io::Result<Finished> {
-    // Drain both pipes on threads so that a chatty compiler never blocks on a full pipe.
-    let mut out_pipe = child.stdout.take();
-    let mut err_pipe = child.stderr.take();
-    let out_reader = std::thread::spawn(move || read_capped(out_pipe.as_mut()));
-    let err_reader = std::thread::spawn(move || read_capped(err_pipe.as_mut()));
-    let start = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait()? {
-            break Some(status);
-        }
-        if start.elapsed() >= timeout {
-            break None;
-        }
-        std::thread::sleep(Duration::from_millis(2).min(timeout / 10 + Duration::from_micros(100)));
-    };
-    let Some(status) = status else {
-        kill_group(child.id());
-        let _ = child.kill();
-        let _ = child.wait();
-        return Ok(Finished::TimedOut);
-    };
-    // The shell is gone; anything it left running in its group goes too, so the pipes close.
-    kill_group(child.id());
-    let stdout = out_reader.join().unwrap_or_default();
-    let stderr = err_reader.join().unwrap_or_default();
-    Ok(Finished::Exited {
-        code: status.code(),
-        stdout,
-        stderr,
-    })
-}
-
-/// Kills the process group `pgid` (the command was started as its leader).
-pub(crate) fn kill_group(pgid: u32) {
-    let _ = Command::new("kill")
-        .args(["-KILL", "--", &format!("-{pgid}")])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status();
-}
-
-/// Reads a pipe to its end, keeping at most the last 64 KiB.
-fn read_capped<R: Read>(pipe: Option<&mut R>) -> Vec<u8> {
-    const CAP: usize = 1 << 16;
-    let Some(pipe) = pipe else { return Vec::new() };
-    let mut kept = Vec::new();
-    let mut buf = [0u8; 8192];
-    loop {
-        match pipe.read(&mut buf) {
-            Ok(0) | Err(_) => break,
-            Ok(n) => {
-                kept.extend_from_slice(&buf[..n]);
-                if kept.len() > 2 * CAP {
-                    kept.drain(..kept.len() - CAP);
-                }
-            }
-        }
-    }
-    if kept.len() > CAP {
-        kept.drain(..kept.len() - CAP);
-    }
-    kept
-}
-
 fn tail(bytes: &[u8]) -> String {
     let start = bytes.len().saturating_sub(STDERR_TAIL_BYTES);
     String::from_utf8_lossy(&bytes[start..]).into_owned()
@@ -275,31 +147,4 @@ fn last_line(bytes: &[u8]) -> Option<String> {
         .map(str::trim)
         .find(|l| !l.is_empty())
         .map(str::to_string)
-}
-
-/// A temporary directory removed on drop (`$TMPDIR/pimdiff-ext-<pid>-<n>`).
-struct TempDir {
-    path: PathBuf,
-}
-
-impl TempDir {
-    fn new() -> std::io::Result<TempDir> {
-        static NEXT: AtomicU64 = AtomicU64::new(0);
-        let base = std::env::temp_dir();
-        loop {
-            let n = NEXT.fetch_add(1, Ordering::Relaxed);
-            let path = base.join(format!("pimdiff-ext-{}-{n}", std::process::id()));
-            match fs::create_dir(&path) {
-                Ok(()) => return Ok(TempDir { path }),
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-                Err(e) => return Err(e),
-            }
-        }
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = fs::remove_dir_all(&self.path);
-    }
 }

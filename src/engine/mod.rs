@@ -96,7 +96,7 @@ pub fn run_hunt<T: Target>(
     let findings = settle(cfg, &ctx, jobs, control, &clock, &swept, &provisional)?;
     // A hunt that ends with external compilers still running (stopped, or past hung cases)
     // kills them: they run in process groups of their own.
-    crate::compilers::external::kill_running_commands();
+    crate::process::kill_all();
     let summary = summarize(cfg, ctx.target.as_ref(), jobs, &clock, swept, findings);
     pimdiff_atomic::write_file(
         &cfg.out.join(SUMMARY_JSON),

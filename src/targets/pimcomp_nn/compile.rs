@@ -2,21 +2,20 @@
 //!
 //! PIMCOMP-NN reads `../config.json` and `../models/JSON/<model>.json` and writes `../output/`
 //! relative to its working directory, so every compile gets a fresh temporary tree
-//! `{config.json, models/JSON/net.json, output/, work/}` and runs in `work/`. It runs in a
-//! process group of its own (killed on timeout or at the end of a hunt), under a wall-clock
-//! timeout and a resident-memory watchdog that reads `/proc/PID/status` (an address-space
-//! limit does not work: the binary reserves far more than it touches). The LD_PRELOAD shim
-//! built beside the binary pins `time()` to the given value and prints crash frames.
+//! `{config.json, models/JSON/net.json, output/, work/}` and runs in `work/`. It runs through
+//! [`crate::process`]: in a process group of its own (killed on timeout or at the end of a
+//! hunt), under a wall-clock timeout and a watchdog on the group's resident memory (an
+//! address-space limit does not work: the binary reserves far more than it touches). The
+//! LD_PRELOAD shim built beside the binary pins `time()` to the given value and prints crash
+//! frames.
 
-use std::io::Read;
-use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use crate::compilers::external::{kill_group, set_running};
+use crate::process::{Environment, Invocation, Limits, Pinning, Status};
 
 /// The model name every compile uses (`-m=net`).
 pub const MODEL_NAME: &str = "net";
@@ -171,8 +170,8 @@ pub fn compile(
     pipeline: Pipeline,
     pin_time: u64,
 ) -> std::io::Result<CompileRun> {
-    let dir = tempfile::Builder::new().prefix("pimcomp-case-").tempdir()?;
-    let root = dir.path();
+    let invocation = Invocation::new(&setup.bin, "pimcomp-case-").map_err(std::io::Error::other)?;
+    let root = invocation.dir();
     std::fs::create_dir_all(root.join("models/JSON"))?;
     std::fs::create_dir_all(root.join("output"))?;
     std::fs::create_dir_all(root.join("work"))?;
@@ -181,87 +180,47 @@ pub fn compile(
         root.join("models/JSON").join(format!("{MODEL_NAME}.json")),
         model_json,
     )?;
-    let stdout = std::fs::File::create(root.join("stdout.txt"))?;
-    let stderr = std::fs::File::create(root.join("stderr.txt"))?;
-    let mut cmd = Command::new(&setup.bin);
-    cmd.args([
-        format!("-m={MODEL_NAME}"),
-        "-r=balance".into(),
-        format!("-p={}", pipeline.name()),
-        "-s=YES".into(),
-        "-v=YES".into(),
-    ])
-    .current_dir(root.join("work"))
-    .env("PIMDIFF_PIN_TIME", pin_time.to_string())
-    .stdin(Stdio::null())
-    .stdout(stdout)
-    .stderr(stderr)
-    .process_group(0);
-    if let Some(shim) = &setup.shim {
-        cmd.env("LD_PRELOAD", shim);
-    }
-    let start = Instant::now();
-    let mut child = cmd.spawn()?;
-    let pid = child.id();
-    set_running(pid, true);
-    let exit = loop {
-        if let Some(status) = child.try_wait()? {
-            break match (status.code(), status.signal()) {
-                (Some(code), _) => Exit::Code { code },
-                (None, Some(signal)) => Exit::Signal { signal },
-                (None, None) => Exit::Code { code: -1 },
-            };
-        }
-        if start.elapsed() >= setup.timeout {
-            kill_group(pid);
-            let _ = child.wait();
-            break Exit::Timeout {
-                seconds: setup.timeout.as_secs_f64(),
-            };
-        }
-        let rss = resident_bytes(pid);
-        if rss > setup.max_rss_bytes {
-            kill_group(pid);
-            let _ = child.wait();
-            break Exit::Memory { mib: rss >> 20 };
-        }
-        std::thread::sleep(Duration::from_millis(10));
+    let run = invocation
+        .args([
+            format!("-m={MODEL_NAME}"),
+            "-r=balance".into(),
+            format!("-p={}", pipeline.name()),
+            "-s=YES".into(),
+            "-v=YES".into(),
+        ])
+        .current_dir("work")
+        .limits(Limits {
+            rss_bytes: Some(setup.max_rss_bytes),
+            ..Limits::new(setup.timeout)
+        })
+        .pinning(Pinning {
+            environment: Environment::inherited_with([("PIMDIFF_PIN_TIME", pin_time.to_string())]),
+            preload: setup.shim.iter().cloned().collect(),
+            ..Pinning::default()
+        })
+        .run()
+        .map_err(std::io::Error::other)?;
+    let exit = match run.status {
+        Status::Exited { code } => Exit::Code { code },
+        Status::Signaled { signal, .. } => Exit::Signal { signal },
+        // Only at the end of a hunt, when nobody reads it: as before, a death by SIGKILL.
+        Status::Cancelled => Exit::Signal {
+            signal: libc::SIGKILL,
+        },
+        Status::TimedOut => Exit::Timeout {
+            seconds: setup.timeout.as_secs_f64(),
+        },
+        Status::MemoryLimit { rss_bytes, .. } => Exit::Memory {
+            mib: rss_bytes >> 20,
+        },
     };
-    set_running(pid, false);
     Ok(CompileRun {
         exit,
-        stdout: tail(&root.join("stdout.txt")),
-        stderr: tail(&root.join("stderr.txt")),
-        seconds: start.elapsed().as_secs_f64(),
-        dir: std::sync::Arc::new(dir),
+        stdout: run.stdout.text(),
+        stderr: run.stderr.text(),
+        seconds: run.wall.as_secs_f64(),
+        dir: std::sync::Arc::new(run.dir),
     })
-}
-
-/// `VmRSS` of a process, in bytes (0 when unreadable).
-fn resident_bytes(pid: u32) -> u64 {
-    let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else {
-        return 0;
-    };
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-        .map_or(0, |kb| kb * 1024)
-}
-
-/// The last 64 KiB of a file, as text.
-fn tail(path: &Path) -> String {
-    const CAP: u64 = 1 << 16;
-    let mut buf = Vec::new();
-    if let Ok(mut f) = std::fs::File::open(path) {
-        let len = f.metadata().map(|m| m.len()).unwrap_or(0);
-        if len > CAP {
-            use std::io::Seek;
-            let _ = f.seek(std::io::SeekFrom::Start(len - CAP));
-        }
-        let _ = f.read_to_end(&mut buf);
-    }
-    String::from_utf8_lossy(&buf).into_owned()
 }
 
 /// One frame of a crash backtrace.

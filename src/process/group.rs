@@ -1,0 +1,165 @@
+//! The process groups of running programs: the registry of live ones ([`kill_all`]), killing
+//! one, and reading its members (resident memory, who is still alive) from `/proc`.
+//!
+//! A group is registered from just after its leader is spawned until just before the leader is
+//! reaped. While the leader is unreaped its pid cannot be reused, so its group id names this
+//! group and no other: every `killpg` here is sent under that guarantee.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+
+use nix::sys::signal::{killpg, Signal};
+use nix::unistd::Pid;
+
+/// Live groups, each with the flag [`kill_all`] sets before killing it.
+static LIVE: Mutex<BTreeMap<i32, Arc<AtomicBool>>> = Mutex::new(BTreeMap::new());
+
+fn live() -> MutexGuard<'static, BTreeMap<i32, Arc<AtomicBool>>> {
+    LIVE.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Kills every running program's whole process group (SIGKILL) and returns how many groups
+/// there were. Their runs end as [`super::Status::Cancelled`]. A hunt calls this when it ends
+/// with threads still stuck in compilers, and on the Ctrl-C that exits at once: the programs
+/// run in groups of their own, which neither the harness's exit nor the terminal's SIGINT
+/// reaches. It kills what runs now: a program spawned after it (or while it runs) is not
+/// killed, so callers stop starting programs first.
+pub fn kill_all() -> usize {
+    let groups = live();
+    for (&pgid, cancelled) in groups.iter() {
+        cancelled.store(true, Ordering::SeqCst);
+        kill(pgid);
+    }
+    groups.len()
+}
+
+/// A registered live group. Dropping it kills the group (whatever is left of it) and removes it
+/// from the registry, so that an early return or a panic leaves nothing running.
+pub(super) struct Registered {
+    pgid: i32,
+    cancelled: Arc<AtomicBool>,
+}
+
+impl Registered {
+    pub(super) fn new(pgid: i32) -> Registered {
+        let cancelled = Arc::new(AtomicBool::new(false));
+        live().insert(pgid, Arc::clone(&cancelled));
+        Registered { pgid, cancelled }
+    }
+
+    /// Whether [`kill_all`] killed this group.
+    pub(super) fn cancelled(&self) -> bool {
+        self.cancelled.load(Ordering::SeqCst)
+    }
+}
+
+impl Drop for Registered {
+    fn drop(&mut self) {
+        let mut groups = live();
+        kill(self.pgid);
+        groups.remove(&self.pgid);
+    }
+}
+
+/// Sends SIGKILL to the group `pgid` (a group that is already gone is not an error).
+pub(super) fn kill(pgid: i32) {
+    let _ = killpg(Pid::from_raw(pgid), Signal::SIGKILL);
+}
+
+/// One process of a group, from `/proc/PID/stat`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Member {
+    pub pid: i32,
+    pub resident_bytes: u64,
+    /// Dead and not yet reaped: uses no memory, runs nothing.
+    pub zombie: bool,
+}
+
+/// The processes whose process group is `pgid` (one pass over `/proc`; processes that end
+/// during the pass are skipped).
+pub(super) fn members(pgid: i32) -> Vec<Member> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter_map(|pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+            let (group, member) = parse_stat(pid, &stat)?;
+            (group == pgid).then_some(member)
+        })
+        .collect()
+}
+
+/// The resident memory of the group's live processes, summed.
+pub(super) fn resident_bytes(pgid: i32) -> u64 {
+    members(pgid)
+        .iter()
+        .filter(|m| !m.zombie)
+        .map(|m| m.resident_bytes)
+        .sum()
+}
+
+/// `(process group, member)` from the text of `/proc/PID/stat`. The command name (field 2) is
+/// in parentheses and may hold spaces and parentheses, so fields are counted from the last `)`:
+/// state, ppid, pgrp, … with rss (in pages) the 22nd after it.
+pub(super) fn parse_stat(pid: i32, stat: &str) -> Option<(i32, Member)> {
+    let (_, rest) = stat.rsplit_once(')')?;
+    let fields: Vec<&str> = rest.split_ascii_whitespace().collect();
+    let state = fields.first()?;
+    let pgrp = fields.get(2)?.parse().ok()?;
+    let rss_pages: u64 = fields.get(21)?.parse().ok()?;
+    Some((
+        pgrp,
+        Member {
+            pid,
+            resident_bytes: rss_pages.saturating_mul(page_size()),
+            zombie: *state == "Z" || *state == "X",
+        },
+    ))
+}
+
+fn page_size() -> u64 {
+    static SIZE: OnceLock<u64> = OnceLock::new();
+    *SIZE.get_or_init(|| {
+        // SAFETY: sysconf only reads a constant of the system.
+        let n = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+        u64::try_from(n).ok().filter(|&n| n > 0).unwrap_or(4096)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stat_lines_parse_past_odd_command_names() {
+        let line = "4242 (a) b (c) S 1 4240 4240 0 -1 4194560 120 0 0 0 1 2 0 0 20 0 1 0 \
+                    500 10485760 300 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1 0 0";
+        let (pgrp, m) = parse_stat(4242, line).unwrap();
+        assert_eq!(pgrp, 4240);
+        assert_eq!(
+            m,
+            Member {
+                pid: 4242,
+                resident_bytes: 300 * page_size(),
+                zombie: false
+            }
+        );
+        let zombie = line.replace(") S 1", ") Z 1");
+        assert!(parse_stat(4242, &zombie).unwrap().1.zombie);
+        assert_eq!(parse_stat(1, "1 (x) S 1"), None);
+        assert_eq!(parse_stat(1, "no parenthesis"), None);
+    }
+
+    #[test]
+    fn this_process_is_a_member_of_its_own_group() {
+        let me = std::process::id() as i32;
+        let group = nix::unistd::getpgrp().as_raw();
+        let found = members(group);
+        let mine = found.iter().find(|m| m.pid == me).unwrap();
+        assert!(!mine.zombie);
+        assert!(mine.resident_bytes > 0);
+    }
+}

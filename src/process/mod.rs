@@ -1,0 +1,290 @@
+//! Running a third-party program (a compiler under test) the way a fuzzer runs its target:
+//! in a process group of its own, in a fresh temporary working directory, under a deadline and
+//! a resident-memory limit that kill the whole group, with its output captured up to a bound
+//! and its nondeterminism optionally pinned. Every target's compiler runs through
+//! [`Invocation::run`]; [`kill_all`] ends every program still running.
+//!
+//! Why it is built the way it is (figures from `cargo bench --bench process`):
+//!
+//! * **No `pre_exec` hook.** A hook makes std `fork()` instead of using posix_spawn, and a
+//!   fork copies the harness's page tables: `/bin/true` spawned and waited for in 0.8 ms with
+//!   posix_spawn, 50 ms with a hook once the harness holds 1 GiB (`--ballast 1024`). The group comes from
+//!   posix_spawn's own `setpgid` (`process_group(0)`); address-space randomization is turned
+//!   off on the spawning thread around the spawn ([`pin`]). For the same reason a bare program
+//!   name is looked up here when the pinned environment changes `PATH`.
+//! * **Deadline without polling.** The waiting thread sleeps in one `poll` on a pidfd of the
+//!   leader (readable when it exits) and on both output pipes, with the deadline as its timeout.
+//!   No thread is started and no `kill` program spawned.
+//! * **SIGKILL to the group, no SIGTERM first.** A grace period would only let the program
+//!   tidy files that are thrown away with its working directory, while a program that ignores
+//!   SIGTERM (or a child of it that does) would use all of it. Every process left in the group
+//!   is killed when the leader exits too, so nothing of a run outlives it; after a kill the run
+//!   waits (on pidfds, not by polling) until no process of the group is left running.
+//! * **Memory is resident memory of the group, sampled.** The waiting thread wakes every
+//!   [`Limits::rss_interval`] to sum the resident set of every process in the group from
+//!   `/proc` (like libFuzzer's `-rss_limit_mb`); over the limit, the group is killed and the run
+//!   ends as [`Status::MemoryLimit`]. An address-space limit (`RLIMIT_AS`) is no substitute:
+//!   AddressSanitizer reserves terabytes of shadow memory at start-up, so a sanitizer build
+//!   under any useful `RLIMIT_AS` cannot start, and what a program reserves says nothing of
+//!   what it touches (PIMCOMP-NN reserves far more than it uses).
+//!
+//! Linux only: pidfds (Linux 5.3) and `/proc`.
+
+mod capture;
+mod group;
+mod pin;
+mod watch;
+
+use std::ffi::{OsStr, OsString};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+pub use capture::Captured;
+pub use group::kill_all;
+pub use pin::{Environment, Pinning};
+
+/// How long a program may run and how much it may use.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// Wall-clock time from spawn to the leader's exit.
+    pub timeout: Duration,
+    /// Resident memory of the whole group, in bytes; `None`: not watched.
+    pub rss_bytes: Option<u64>,
+    /// How often resident memory is sampled when it is watched.
+    pub rss_interval: Duration,
+    /// Bytes kept of each of standard output and standard error (the last ones).
+    pub output_bytes: usize,
+}
+
+impl Limits {
+    /// `timeout`, memory not watched, 64 KiB of each stream, sampling every 50 ms.
+    pub fn new(timeout: Duration) -> Limits {
+        Limits {
+            timeout,
+            rss_bytes: None,
+            rss_interval: Duration::from_millis(50),
+            output_bytes: 64 << 10,
+        }
+    }
+}
+
+/// How a run ended.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", tag = "kind")]
+pub enum Status {
+    /// The program exited with this code.
+    Exited { code: i32 },
+    /// A signal the harness did not send ended it (`name` like `SIGSEGV`).
+    Signaled { signal: i32, name: String },
+    /// Still running at the deadline: the group was killed.
+    TimedOut,
+    /// The group's resident memory went over the limit: the group was killed.
+    MemoryLimit { rss_bytes: u64, limit_bytes: u64 },
+    /// [`kill_all`] killed it.
+    Cancelled,
+}
+
+impl std::fmt::Display for Status {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Status::Exited { code } => write!(f, "exit status {code}"),
+            Status::Signaled { signal, name } => write!(f, "killed by {name} (signal {signal})"),
+            Status::TimedOut => write!(f, "timed out"),
+            Status::MemoryLimit {
+                rss_bytes,
+                limit_bytes,
+            } => write!(
+                f,
+                "resident memory {} MiB over the limit of {} MiB",
+                rss_bytes >> 20,
+                limit_bytes >> 20
+            ),
+            Status::Cancelled => write!(f, "cancelled"),
+        }
+    }
+}
+
+/// The name of signal `signal` (`SIGSEGV`), or `SIG<n>` for one without a name.
+pub fn signal_name(signal: i32) -> String {
+    nix::sys::signal::Signal::try_from(signal)
+        .map(|s| s.as_str().to_string())
+        .unwrap_or_else(|_| format!("SIG{signal}"))
+}
+
+/// One finished run.
+#[derive(Debug)]
+pub struct Run {
+    pub status: Status,
+    /// From spawn until the leader exited (or the group was killed).
+    pub wall: Duration,
+    /// The largest resident memory seen: the larger of the kernel's peak for the leader and
+    /// the children it waited for, and the largest sampled sum over the group.
+    pub peak_rss_bytes: u64,
+    pub stdout: Captured,
+    pub stderr: Captured,
+    /// What the program ran under.
+    pub pinning: Pinning,
+    /// The leader's pid, which was also the group's id.
+    pub pid: u32,
+    /// The run's working directory, removed when this is dropped unless kept
+    /// (`tempfile::TempDir::keep`).
+    pub dir: tempfile::TempDir,
+}
+
+/// Why a program could not be run (as opposed to how it ran, which is a [`Status`]).
+#[derive(Debug, thiserror::Error)]
+pub enum ProcessError {
+    #[error("cannot create a temporary working directory in {}: {source}", .dir.display())]
+    WorkDir {
+        dir: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot start `{program}`: {source}")]
+    Spawn {
+        program: String,
+        source: std::io::Error,
+    },
+    #[error("cannot preload {}: not a file", .0.display())]
+    MissingPreload(PathBuf),
+    #[error("cannot turn off address-space randomization (personality ADDR_NO_RANDOMIZE refused: {0}); a sandbox's system-call filter may forbid it")]
+    AslrUnavailable(std::io::Error),
+    #[error("cannot watch `{program}` (pid {pid}): {source}")]
+    Watch {
+        program: String,
+        pid: u32,
+        source: std::io::Error,
+    },
+}
+
+/// Where the program runs.
+#[derive(Clone, Debug)]
+enum WorkingDir {
+    /// This path inside the run's temporary directory (empty: the directory itself).
+    Inside(PathBuf),
+    /// The harness's own working directory.
+    Harness,
+}
+
+/// A program to run once, with its fresh temporary working directory. Lay out its inputs in
+/// [`Invocation::dir`], then [`Invocation::run`].
+#[derive(Debug)]
+pub struct Invocation {
+    program: OsString,
+    args: Vec<OsString>,
+    dir: tempfile::TempDir,
+    working: WorkingDir,
+    limits: Limits,
+    pinning: Pinning,
+}
+
+impl Invocation {
+    /// `program` (a path, or a name looked up in `PATH`), with a new empty temporary directory
+    /// named `<prefix>XXXXXX`, a 60 s timeout and nothing pinned.
+    pub fn new(program: impl AsRef<OsStr>, prefix: &str) -> Result<Invocation, ProcessError> {
+        let dir = tempfile::Builder::new()
+            .prefix(prefix)
+            .tempdir()
+            .map_err(|source| ProcessError::WorkDir {
+                dir: std::env::temp_dir(),
+                source,
+            })?;
+        Ok(Invocation {
+            program: program.as_ref().to_os_string(),
+            args: Vec::new(),
+            dir,
+            working: WorkingDir::Inside(PathBuf::new()),
+            limits: Limits::new(Duration::from_secs(60)),
+            pinning: Pinning::default(),
+        })
+    }
+
+    /// The run's temporary directory.
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    pub fn arg(mut self, arg: impl AsRef<OsStr>) -> Invocation {
+        self.args.push(arg.as_ref().to_os_string());
+        self
+    }
+
+    pub fn args<A: AsRef<OsStr>>(mut self, args: impl IntoIterator<Item = A>) -> Invocation {
+        self.args
+            .extend(args.into_iter().map(|a| a.as_ref().to_os_string()));
+        self
+    }
+
+    /// Runs the program in `relative` inside the temporary directory (which must exist by
+    /// then) instead of the directory itself.
+    pub fn current_dir(mut self, relative: impl Into<PathBuf>) -> Invocation {
+        self.working = WorkingDir::Inside(relative.into());
+        self
+    }
+
+    /// Runs the program in the harness's own working directory (for commands given by a user,
+    /// whose relative paths mean what they meant where the user typed them).
+    pub fn in_harness_dir(mut self) -> Invocation {
+        self.working = WorkingDir::Harness;
+        self
+    }
+
+    pub fn limits(mut self, limits: Limits) -> Invocation {
+        self.limits = limits;
+        self
+    }
+
+    pub fn pinning(mut self, pinning: Pinning) -> Invocation {
+        self.pinning = pinning;
+        self
+    }
+
+    /// Runs the program to its end (or its kill) with standard input closed, and returns how
+    /// it went. Errors are the harness's failures; the program's own are in [`Run::status`].
+    pub fn run(self) -> Result<Run, ProcessError> {
+        let program = self.pinning.resolve(&self.program)?;
+        let mut cmd = Command::new(&program);
+        cmd.args(&self.args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0);
+        if let WorkingDir::Inside(relative) = &self.working {
+            cmd.current_dir(self.dir.path().join(relative));
+        }
+        self.pinning.apply(&mut cmd)?;
+        let start = Instant::now();
+        let child = {
+            let _aslr = self
+                .pinning
+                .aslr_disabled
+                .then(pin::AslrOff::set)
+                .transpose()?;
+            cmd.spawn()
+        }
+        .map_err(|source| ProcessError::Spawn {
+            program: program.to_string_lossy().into_owned(),
+            source,
+        })?;
+        let pid = child.id();
+        let watched =
+            watch::supervise(child, &self.limits, start).map_err(|source| ProcessError::Watch {
+                program: program.to_string_lossy().into_owned(),
+                pid,
+                source,
+            })?;
+        Ok(Run {
+            status: watched.status,
+            wall: watched.wall,
+            peak_rss_bytes: watched.peak_rss_bytes,
+            stdout: watched.stdout,
+            stderr: watched.stderr,
+            pinning: self.pinning,
+            pid,
+            dir: self.dir,
+        })
+    }
+}
