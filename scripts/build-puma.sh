@@ -11,7 +11,8 @@
 #   PIMDIFF_SHARED=/path/to/shared scripts/build-puma.sh
 #
 # Each tree holds the patched sources, `src/libpuma.so`, `include/puma.h`, `bin/puma-driver`
-# (linked with an rpath to `../src`, so it runs without LD_LIBRARY_PATH) and `patches.txt`.
+# (linked with an rpath to `../src`, so it runs without LD_LIBRARY_PATH), `patches.txt` and
+# `cxxflags` (the flags a program linked against the tree's library needs).
 # Point `PUMA_DIR` at a tree for the integration tests.
 #
 # Source: $PUMA_COMPILER_SRC, else $PIMDIFF_SHARED/external/puma-compiler-c2ef1ac-src.tar.gz
@@ -96,6 +97,8 @@ build_tree() {
     g++ -std=c++11 $flags -Wall -I"$out/include" -o "$out/bin/puma-driver" "$driver" \
         -L"$out/src" -lpuma -Wl,-rpath,'$ORIGIN/../src' >&2
     printf '%s\n' "${patches[@]##*/}" > "$out/patches.txt"
+    # Programs linked against this library need the same sanitizer flags (model.cpp's build.sh).
+    printf '%s\n' "$flags" > "$out/cxxflags"
 }
 
 build_tree "$work/plain" "-O1 -g"

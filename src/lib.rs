@@ -32,4 +32,5 @@ pub mod interop;
 pub mod pimcomp;
 pub mod pimcomp_hunt;
 pub mod shrink;
+pub mod targets;
 pub mod triage;

@@ -60,8 +60,8 @@
  * COUNT must be the matrix's element count: WIDTH·HEIGHT for `matrix`, row-major by output row
  * (`v[row·WIDTH + column]`, row < HEIGHT), and KERNEL_HEIGHT·KERNEL_WIDTH·OUT_CHANNELS·
  * IN_CHANNELS for `conv-matrix`, in the order `v[((kh·KERNEL_WIDTH + kw)·OUT_CHANNELS + out)·
- * IN_CHANNELS + in]` (the layouts ModelInstanceImpl::generateData reads, src/instance.cpp:97
- * and :127). Values are decimal floats; pimdiff writes small integers. Each matrix is bound
+ * IN_CHANNELS + in]` (the layouts ModelInstanceImpl::generateData reads, src/instance.cpp:68
+ * and :98). Values are decimal floats; pimdiff writes small integers. Each matrix is bound
  * under its name (ModelInstance::bind) before generateData.
  *
  * Both formats are written by pimdiff's `targets::puma::driver_input` module (Rust), which
