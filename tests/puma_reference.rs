@@ -357,3 +357,43 @@ proptest! {
         prop_assert_eq!(got, want);
     }
 }
+
+#[test]
+fn stepping_without_the_tensors_a_value_reads_is_an_error() {
+    use pimdiff::targets::puma::reference::Evaluator;
+    let mut n = Net::new("s");
+    let x = n.input_vector("x", 2);
+    let m = n.dense("m", 2, 1);
+    n.mvm(m, x);
+    let mut eval = Evaluator::new(&n.0, NumericRange::PUMA_WORD).expect("valid");
+    let no_weights = NetworkData {
+        inputs: vec![tensor(&[2], &[1, 2])],
+        weights: vec![],
+    };
+    eval.step(&no_weights).expect("the input is there");
+    assert_eq!(
+        eval.step(&no_weights),
+        Err(ReferenceError::Data(DataError::Count {
+            what: "matrices",
+            expected: 1,
+            found: 0
+        }))
+    );
+    let data = NetworkData {
+        inputs: no_weights.inputs,
+        weights: vec![tensor(&[1, 2], &[3, 4])],
+    };
+    eval.step(&data).expect("now it is");
+    assert_eq!(
+        eval.value(1).map(|t| t.value.clone()),
+        Some(tensor(&[1], &[11]))
+    );
+    assert_eq!(
+        eval.step(&data),
+        Err(ReferenceError::Data(DataError::Count {
+            what: "values to evaluate",
+            expected: 2,
+            found: 3
+        }))
+    );
+}
