@@ -15,6 +15,9 @@
 //! [`interop`] writes and reads a case in its users' formats (ONNX, MLIR, a standalone
 //! `check.py`). [`pimcomp`] checks a third-party compiler's real programs (PIMCOMP-NN's, with
 //! their side tables) bit for bit against a wrap-8 reference of the whole network.
+//! [`targets`] holds the compiler side of other third-party compilers as hunt targets (the
+//! PUMA compiler's: network descriptions, their generator, data and exact reference, the
+//! files its driver reads and the placement it writes).
 //!
 //! [`fuzz_targets`] holds the bodies of the cargo-fuzz targets and [`cli`] the subcommands;
 //! both are thin callers of the stages. The CLI binary (`src/main.rs`) is a thin caller of

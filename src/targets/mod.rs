@@ -2,4 +2,5 @@
 //! judged, shrunk and saved. The engine (`crate::engine`) runs any of them.
 
 pub mod pimcomp_nn;
+pub mod puma;
 pub mod tensor;

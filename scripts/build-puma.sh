@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# Builds the PUMA compiler (snapshot c2ef1ac, University of Illinois/NCSA license) with the
+# project's patch set, and pimdiff's network driver against it, twice: a plain tree (-O1 -g)
+# and a sanitizer tree (-fsanitize=address,undefined -fno-omit-frame-pointer -g, as OSS-Fuzz
+# builds C++). Cached under target/puma/<key>/{plain,sanitize}, where <key> hashes the source
+# tarball, every patch, the driver's source and this script, so an edited patch rebuilds.
+#
+#   scripts/build-puma.sh                # prints the plain tree's path on the last line of stdout
+#   scripts/build-puma.sh --sanitize     # prints the sanitizer tree's path instead
+#   scripts/build-puma.sh --with-fixes   # plus every candidate fix in scripts/puma-fixes/
+#   PIMDIFF_SHARED=/path/to/shared scripts/build-puma.sh
+#
+# Each tree holds the patched sources, `src/libpuma.so`, `include/puma.h`, `bin/puma-driver`
+# (linked with an rpath to `../src`, so it runs without LD_LIBRARY_PATH), `patches.txt` and
+# `cxxflags` (the flags a program linked against the tree's library needs).
+# Point `PUMA_DIR` at a tree for the integration tests.
+#
+# Source: $PUMA_COMPILER_SRC, else $PIMDIFF_SHARED/external/puma-compiler-c2ef1ac-src.tar.gz
+# (PIMDIFF_SHARED defaults to ../shared beside the repository). Patches:
+# scripts/puma-patches/*.patch in name order (each starts with a comment saying why; none
+# changes code generation); --with-fixes adds scripts/puma-fixes/*.patch after them, with its
+# own cache key. Missing g++/make/patch: installed with apt-get when run as root, otherwise the
+# exact command is printed and the script exits 2.
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+with_fixes=0
+flavour=plain
+for arg in "$@"; do
+    case "$arg" in
+        --with-fixes) with_fixes=1 ;;
+        --sanitize) flavour=sanitize ;;
+        *) echo "build-puma: unknown argument: $arg (known: --sanitize, --with-fixes)" >&2; exit 2 ;;
+    esac
+done
+shared="${PIMDIFF_SHARED:-$root/../shared}"
+src="${PUMA_COMPILER_SRC:-$shared/external/puma-compiler-c2ef1ac-src.tar.gz}"
+if [ ! -f "$src" ]; then
+    echo "build-puma: source tarball not found: $src (set PIMDIFF_SHARED or PUMA_COMPILER_SRC)" >&2
+    exit 2
+fi
+
+missing=()
+for tool in g++ make patch; do
+    command -v "$tool" >/dev/null 2>&1 || missing+=("$tool")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+    cmd="apt-get install -y g++ make patch"
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        echo "build-puma: installing missing tools (${missing[*]}): $cmd" >&2
+        DEBIAN_FRONTEND=noninteractive apt-get install -y g++ make patch >&2
+    else
+        echo "build-puma: missing ${missing[*]}; install them with: sudo $cmd" >&2
+        exit 2
+    fi
+fi
+
+patches=()
+for p in "$root"/scripts/puma-patches/*.patch; do
+    [ -e "$p" ] && patches+=("$p")
+done
+if [ "$with_fixes" = 1 ]; then
+    for p in "$root"/scripts/puma-fixes/*.patch; do
+        [ -e "$p" ] && patches+=("$p")
+    done
+fi
+driver="$root/scripts/puma-driver/puma-driver.cpp"
+
+key="$( { sha256sum "$src" | cut -d' ' -f1
+          echo "fixes=$with_fixes"
+          for p in "${patches[@]}"; do basename "$p"; sha256sum < "$p"; done
+          sha256sum < "$driver"; sha256sum < "${BASH_SOURCE[0]}"; } | sha256sum | cut -c1-16)"
+dest="${CARGO_TARGET_DIR:-$root/target}/puma/$key"
+tree="$dest/$flavour"
+if [ -x "$dest/plain/bin/puma-driver" ] && [ -x "$dest/sanitize/bin/puma-driver" ]; then
+    echo "build-puma: cached ($dest)" >&2
+    echo "$tree"
+    exit 0
+fi
+
+jobs="${PUMA_BUILD_JOBS:-2}"
+work="$(mktemp -d "${TMPDIR:-/tmp}/puma-build.XXXXXX")"
+trap 'rm -rf "$work"' EXIT
+
+# One tree: unpack, patch, build libpuma.so and the driver with FLAGS.
+build_tree() {
+    local out="$1" flags="$2"
+    mkdir -p "$out"
+    tar xzf "$src" -C "$out" --strip-components=1
+    for p in "${patches[@]}"; do
+        echo "build-puma: $(basename "$out"): applying $(basename "$p")" >&2
+        patch -p1 -d "$out" --no-backup-if-mismatch < "$p" >&2
+    done
+    make -C "$out/src" -j "$jobs" CXXFLAGS="-std=c++11 $flags" >&2
+    mkdir -p "$out/bin"
+    # $ORIGIN keeps the tree relocatable: the driver finds ../src/libpuma.so wherever it lies.
+    g++ -std=c++11 $flags -Wall -I"$out/include" -o "$out/bin/puma-driver" "$driver" \
+        -L"$out/src" -lpuma -Wl,-rpath,'$ORIGIN/../src' >&2
+    printf '%s\n' "${patches[@]##*/}" > "$out/patches.txt"
+    # Programs linked against this library need the same sanitizer flags (model.cpp's build.sh).
+    printf '%s\n' "$flags" > "$out/cxxflags"
+}
+
+build_tree "$work/plain" "-O1 -g"
+build_tree "$work/sanitize" "-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer"
+mkdir -p "$(dirname "$dest")"
+rm -rf "$dest"
+mkdir -p "$dest.tmp"
+mv "$work/plain" "$work/sanitize" "$dest.tmp/"
+mv "$dest.tmp" "$dest"
+echo "build-puma: built $dest" >&2
+echo "$tree"
