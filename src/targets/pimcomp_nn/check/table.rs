@@ -9,6 +9,7 @@
 use std::io::Read;
 use std::path::Path;
 
+use pimdiff_isa::Opcode;
 use serde::Deserialize;
 
 use super::error::PimcompError;
@@ -130,6 +131,13 @@ pub enum TOp {
 }
 
 impl TOp {
+    /// The PIMSim opcode PIMCOMP-NN emits for this IR op, by name: PIMCOMP-NN names the ops
+    /// after the instructions, so the lowercased name is a mnemonic or an alias of the
+    /// instruction table (`VSUB` is `vvsub`). `None` for `VER`, which is only in the table.
+    pub fn opcode(self) -> Option<Opcode> {
+        Opcode::from_mnemonic(&self.name().to_ascii_lowercase())
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             TOp::Ld => "LD",
@@ -171,6 +179,8 @@ pub enum Stage {
 #[serde(try_from = "RawInst")]
 pub struct TInst {
     pub op: TOp,
+    /// `op.opcode()`, looked up once when the table is read.
+    pub opcode: Option<Opcode>,
     pub stage: Stage,
     pub node: i32,
     pub dst: i32,
@@ -241,6 +251,7 @@ impl TryFrom<RawInst> for TInst {
         };
         Ok(TInst {
             op: r.operation,
+            opcode: r.operation.opcode(),
             stage: r.stage,
             node: small("node_index", r.node_index)?,
             dst: small("destination_address", r.destination_address)?,
