@@ -5,7 +5,9 @@
 //! [`arbitrary::Unstructured`]. The `Arbitrary` impls of [`Inst`] and [`Program`] call it
 //! directly (cargo-fuzz), and the proptest strategies ([`arb_program`], [`arb_program_with`])
 //! feed it a random byte string, so proptest shrinks toward shorter byte strings, which means
-//! fewer cores, shorter streams and smaller numbers.
+//! fewer cores, shorter streams and smaller numbers. An instruction is an opcode drawn from
+//! [`Opcode::ALL`] and its operands drawn in the order of its row of the instruction table
+//! (`inst::for_each_inst!`), each by its operand kind: no opcode is named here.
 //!
 //! Values are biased toward *small* numbers (sizes, lengths and immediates that stay inside
 //! the default local memory, core ids that exist, few groups), so that generated programs

@@ -12,25 +12,29 @@
 //! # The instruction table
 //!
 //! [`for_each_inst!`] is the one definition of the instruction set: one row per opcode giving
-//! its mnemonic and accepted aliases, its [`Category`], the [`Inst`] variant (and sub-op) it
-//! decodes to, and its operands in order, each as `inst_field: kind(JSON key)`. Everything
-//! else that depends on the list of instructions is generated from it: [`Opcode`] and its
-//! name table, [`Inst::opcode`], the JSON decoder and encoder (`formats::decode`,
-//! `formats::json`), the assembler and disassembler (`formats::asm`) and [`Opcode::ALL`], which
-//! the tests iterate. An operand kind (`reg`, `bytes`, `offset`, ...) says how the operand is
-//! spelled in JSON and in assembly text; each consumer implements every kind once
-//! (`formats::operand` lists them with their spellings).
+//! its mnemonic and accepted aliases, its [`Category`] (for a memory-bound one, its place in
+//! [`Opcode::MEMORY_BOUND`]), the [`Inst`] variant (and sub-op) it decodes to, and its operands
+//! in order, each as `inst_field: kind(JSON key)`. Everything else that depends on the list of
+//! instructions is generated from it: [`Opcode`] and its name table, [`Inst::opcode`], the JSON
+//! decoder and encoder (`formats::decode`, `formats::json`), the assembler and disassembler
+//! (`formats::asm`), the random program generator (`gen`) and [`Opcode::ALL`], which the tests
+//! iterate. An operand kind (`reg`, `bytes`, `offset`, ...) says how the operand is spelled in
+//! JSON and in assembly text; each consumer implements every kind once (`formats::operand`
+//! lists them with their spellings). Code elsewhere asks the table (a category, a mnemonic, an
+//! operand's key) rather than naming opcodes: the root crate's `tests/tidy.rs` fails when an
+//! opcode is named in more than three source files (its row, its semantics, and one more).
 //!
 //! To add an instruction:
 //! 1. add its row to [`for_each_inst!`] (and, if it shares a shape with others, a variant to
 //!    that shape's sub-op enum below, or a new [`Inst`] variant);
-//! 2. give it semantics in `machine/` (the compiler points at the missing match arm) and a
-//!    case in the random program generator (`gen.rs`, same);
+//! 2. give it semantics in `machine/` (the compiler points at the missing match arm);
 //! 3. test it: `tests/machine_ops.rs` for its effect; the round-trip properties and the
-//!    format tests cover its JSON and assembly spellings through [`Opcode::ALL`].
+//!    format tests cover its JSON and assembly spellings through [`Opcode::ALL`], and the
+//!    generator's properties its generation.
 //!
 //! A new operand *kind* (a new way of spelling an operand) also needs one method in each of
-//! `formats::operand`, `formats::decode`, `formats::json` and `formats::asm`.
+//! `formats::operand`, `formats::decode`, `formats::json` and `formats::asm`, and a draw in
+//! `gen.rs` (as does a new JSON key of the `u32` and `i32` kinds, drawn by key).
 
 use std::fmt;
 
