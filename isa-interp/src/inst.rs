@@ -628,6 +628,32 @@ mod tests {
     }
 
     #[test]
+    fn gmem_transfers_are_the_global_side_of_ld_and_st() {
+        let r = |i| Reg::new(i).unwrap();
+        let mem = |op, select| Inst::Mem {
+            op,
+            rd: r(1),
+            rs1: r(2),
+            size: 16,
+            offset: Offset { select, value: 8 },
+        };
+        let side = |base, offset, store| {
+            Some(GmemTransfer {
+                base: r(base),
+                offset,
+                size: 16,
+                store,
+            })
+        };
+        assert_eq!(mem(MemOp::Ld, 0b011).gmem_transfer(), side(2, 8, false));
+        assert_eq!(mem(MemOp::Ld, 0b001).gmem_transfer(), side(2, 0, false));
+        assert_eq!(mem(MemOp::St, 0b011).gmem_transfer(), side(1, 8, true));
+        assert_eq!(mem(MemOp::St, 0b010).gmem_transfer(), side(1, 0, true));
+        assert_eq!(mem(MemOp::Lmv, 0b011).gmem_transfer(), None);
+        assert_eq!(Opcode::Sld.template().gmem_transfer(), None);
+    }
+
+    #[test]
     fn memory_bound_ranks_order_the_transfers() {
         for op in Opcode::ALL {
             assert_eq!(

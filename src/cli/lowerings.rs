@@ -237,6 +237,7 @@ pub fn markdown(rows: &[Row]) -> String {
         a.local_memory_bytes / 1024
     );
     let memory = Opcode::MEMORY_BOUND.map(Opcode::mnemonic).join(" | ");
+    // The memory columns, then memory-bound, mvmul, vector, scalar, total and bundle bytes.
     let numbers = Opcode::MEMORY_BOUND.len() + 6;
     s.push_str(&format!(
         "| layer | lowering | {memory} | memory-bound | mvmul | vector | scalar | total | bundle bytes |\n\

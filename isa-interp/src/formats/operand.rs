@@ -229,3 +229,20 @@ pub fn size_key(op: Opcode) -> Option<&'static str> {
         .find(|o| o.kind == Kind::Bytes)
         .map(|o| o.field.name())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn size_keys_are_the_json_keys_of_the_byte_counts() {
+        let key = |op: &str| size_key(Opcode::from_mnemonic(op).unwrap());
+        assert_eq!(key("ld"), Some("size"));
+        assert_eq!(key("send"), Some("size"));
+        assert_eq!(key("lmv"), Some("len"));
+        assert_eq!(key("lldi"), Some("len"));
+        // A vector length counts elements, not bytes.
+        assert_eq!(key("vvadd"), None);
+        assert_eq!(key("nop"), None);
+    }
+}

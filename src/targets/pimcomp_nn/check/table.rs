@@ -318,3 +318,34 @@ pub fn read_maybe_gz(path: &Path, what: &'static str) -> Result<Vec<u8>, Pimcomp
     }
     Ok(text)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_ir_op_but_ver_is_a_pimsim_opcode_by_name() {
+        let ops = [
+            (TOp::Ld, Some(Opcode::Ld)),
+            (TOp::St, Some(Opcode::St)),
+            (TOp::Lmv, Some(Opcode::Lmv)),
+            (TOp::Mvmul, Some(Opcode::Mvmul)),
+            (TOp::Vvadd, Some(Opcode::Vvadd)),
+            (TOp::Vvsub, Some(Opcode::Vvsub)),
+            (TOp::Vvmul, Some(Opcode::Vvmul)),
+            (TOp::Vvmax, Some(Opcode::Vvmax)),
+            (TOp::Vrelu, Some(Opcode::Vrelu)),
+            (TOp::Vtanh, Some(Opcode::Vtanh)),
+            (TOp::Vsigm, Some(Opcode::Vsigm)),
+            (TOp::Lldi, Some(Opcode::Lldi)),
+            (TOp::Send, Some(Opcode::Send)),
+            (TOp::Recv, Some(Opcode::Recv)),
+            (TOp::Ver, None),
+        ];
+        for (op, opcode) in ops {
+            assert_eq!(op.opcode(), opcode, "{}", op.name());
+        }
+        let inst: TInst = serde_json::from_str(r#"{"operation": "VVSUB"}"#).unwrap();
+        assert_eq!((inst.op, inst.opcode), (TOp::Vvsub, Some(Opcode::Vvsub)));
+    }
+}
