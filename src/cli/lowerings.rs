@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use pimdiff_compiler::workloads::{resnet18_layers, Layer, RESNET18_ARCH};
 use pimdiff_compiler::{compile, CompileOptions, Lowering};
-use pimdiff_isa::inst::Opcode;
+use pimdiff_isa::inst::{Category, Opcode};
 use serde::Serialize;
 
 use super::{exit, EXIT_FINDING, EXIT_OK};
@@ -38,26 +38,19 @@ pub struct Args {
     pub layers: Vec<String>,
 }
 
-/// The memory-bound opcodes (`sst`, named by the thesis, is not an instruction of this ISA).
-const MEMORY_BOUND: [Opcode; 7] = [
-    Opcode::Ld,
-    Opcode::St,
-    Opcode::Lldi,
-    Opcode::Lmv,
-    Opcode::Sld,
-    Opcode::Send,
-    Opcode::Recv,
-];
-
-/// Instruction counts of one program by class.
+/// Instruction counts of one program by class: the instruction table's categories
+/// ([`Opcode::category`]), the memory-bound one per opcode.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct Counts {
-    /// Per memory-bound opcode, in [`MEMORY_BOUND`] order.
-    pub memory: [u64; 7],
+    /// Per memory-bound opcode, in [`Opcode::MEMORY_BOUND`] order (the thesis's; its `sst` is
+    /// not an instruction of this ISA).
+    pub memory: [u64; Opcode::MEMORY_BOUND.len()],
+    /// [`Category::Matrix`]: `mvmul`.
     pub mvmul: u64,
-    /// `vv*`, `vrelu`, `vtanh`, `vsigm`, `vavg`, `vmv`, `vrsu`, `vrsl`.
+    /// [`Category::Vector`]: `vv*`, `vrelu`, `vtanh`, `vsigm`, `vavg`, `vmv`, `vrsu`, `vrsl`.
     pub vector: u64,
-    /// Scalar and control: `sldi`, `s*`, `setbw`, `nop`, `wait`, `sync`.
+    /// Scalar and control ([`Category::Scalar`], [`Category::Control`]): `sldi`, `s*`,
+    /// `setbw`, `nop`, `wait`, `sync`.
     pub scalar: u64,
 }
 
@@ -66,14 +59,11 @@ impl Counts {
         let mut c = Counts::default();
         for inst in program.cores.iter().flatten() {
             let op = inst.opcode();
-            if let Some(i) = MEMORY_BOUND.iter().position(|&m| m == op) {
-                c.memory[i] += 1;
-            } else if op == Opcode::Mvmul {
-                c.mvmul += 1;
-            } else if op.mnemonic().starts_with('v') {
-                c.vector += 1;
-            } else {
-                c.scalar += 1;
+            match (op.memory_bound_rank(), op.category()) {
+                (Some(i), _) => c.memory[i] += 1,
+                (None, Category::Matrix) => c.mvmul += 1,
+                (None, Category::Vector) => c.vector += 1,
+                (None, _) => c.scalar += 1,
             }
         }
         c
@@ -246,10 +236,14 @@ pub fn markdown(rows: &[Row]) -> String {
         a.array_cols,
         a.local_memory_bytes / 1024
     );
-    s.push_str(
-        "| layer | lowering | ld | st | lldi | lmv | sld | send | recv | memory-bound | mvmul | vector | scalar | total | bundle bytes |\n\
-         |---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n",
-    );
+    let memory = Opcode::MEMORY_BOUND.map(Opcode::mnemonic).join(" | ");
+    // The memory columns, then memory-bound, mvmul, vector, scalar, total and bundle bytes.
+    let numbers = Opcode::MEMORY_BOUND.len() + 6;
+    s.push_str(&format!(
+        "| layer | lowering | {memory} | memory-bound | mvmul | vector | scalar | total | bundle bytes |\n\
+         |---|---|{}\n",
+        "--:|".repeat(numbers)
+    ));
     for r in rows {
         for (name, m) in [("channel", &r.channel), ("pixel", &r.pixel)] {
             let c = &m.counts;
