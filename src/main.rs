@@ -6,7 +6,7 @@ use pimdiff::cli;
 /// Differential tester and fuzzer for compilers that lower conv2d and MVM onto ReRAM
 /// crossbar processing-in-memory accelerators (the PIMSim ISA).
 #[derive(Parser)]
-#[command(name = "pimdiff", version, about)]
+#[command(name = "pimdiff", version, about, after_help = cli::exit_codes::contract_help())]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -42,6 +42,9 @@ enum Command {
     FromFuzz(cli::from_fuzz::Args),
     /// Check a PIMCOMP-NN program and its side table bit for bit against a wrap-8 reference.
     Pimcomp(cli::pimcomp::Args),
+    /// Merge the outputs of several hunts of one target (shards, nights) into one, each
+    /// finding once.
+    Merge(cli::merge::Args),
 }
 
 fn main() -> ExitCode {
@@ -74,6 +77,7 @@ fn main() -> ExitCode {
         Command::Hunt(a) => cli::hunt::main(a, &given_flags(&matches, "hunt")),
         Command::FromFuzz(a) => cli::from_fuzz::main(a),
         Command::Pimcomp(a) => cli::pimcomp::main(a),
+        Command::Merge(a) => cli::merge::main(a),
     };
     match result {
         Ok(code) => code,

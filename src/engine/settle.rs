@@ -289,5 +289,6 @@ fn save_final<T: Target>(
         suspects,
         minimization: stats,
         detail,
+        found_in: Vec::new(),
     })
 }
