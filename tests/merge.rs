@@ -265,7 +265,7 @@ fn bad_inputs_are_refused_naming_the_file_or_the_inputs() {
     let gutted = t.join("gutted");
     fake_output(&gutted, &text);
     let s: HuntSummary = serde_json::from_str(&text).unwrap();
-    let err = merge(&[gutted.clone()], &out("m6")).unwrap_err();
+    let err = merge(std::slice::from_ref(&gutted), &out("m6")).unwrap_err();
     let missing = gutted.join(&s.findings[0].dir).join("finding.json");
     assert!(
         matches!(&err, MergeError::Read { path, .. } if *path == missing),
@@ -274,7 +274,7 @@ fn bad_inputs_are_refused_naming_the_file_or_the_inputs() {
 
     // Nothing was written for a refused merge; a merge does not overwrite findings.
     assert!(!out("m3").exists());
-    let err = merge(&[good.clone()], &good).unwrap_err();
+    let err = merge(std::slice::from_ref(&good), &good).unwrap_err();
     assert!(matches!(err, MergeError::OutNotEmpty { .. }), "{err}");
 }
 
