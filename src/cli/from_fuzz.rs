@@ -27,7 +27,7 @@ use crate::cli::repro::{parse_duration_arg, CompilerArgs};
 use crate::cli::{exit, exit_with, EXIT_FINDING, EXIT_NO_VERDICT, EXIT_OK};
 use crate::corpus::save_finding;
 use crate::engine::shrink::MinimizeConfig;
-use crate::finding::{FindingMeta, MinimizationStats};
+use crate::finding::{FindingMeta, MinimizationStats, Verdict};
 use crate::fuzz_targets::{lowering_case, lowering_gen_config, LoweringTarget};
 use crate::report::render_report;
 use crate::targets::tensor::generate::describe_case;
@@ -88,15 +88,21 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
     let run = args.compiler.run_config();
     let first = check_case(&original, &run);
     let Some(signature) = first.outcome.signature() else {
+        let verdict = first.outcome.verdict();
         println!(
-            "no finding: the artifact does not reproduce ({} case `{}` gives `{}` with {})",
+            "{}: the artifact does not reproduce ({} case `{}` gives `{}` with {})",
+            if verdict == Verdict::NoVerdict {
+                "no verdict"
+            } else {
+                "no finding"
+            },
             target.name(),
             describe_case(&original),
             first.outcome.summary(),
             run.compiler.describe()
         );
         println!("(a libFuzzer timeout or out-of-memory artifact, or one found with another compiler, does this)");
-        return Ok(exit_with(first.outcome.verdict()));
+        return Ok(exit_with(verdict));
     };
     println!("finding: {signature}");
     println!("case:    {}", describe_case(&original));
