@@ -102,7 +102,7 @@ pub struct Merged {
 }
 
 /// Reads a hunt output directory: `summary.json` and every listed finding's `finding.json`,
-/// bounded and checked.
+/// bounded and checked (the findings are identified by the summary's signatures).
 pub fn read_output(dir: &Path) -> Result<HuntOutput, MergeError> {
     let summary_path = dir.join(SUMMARY_JSON);
     let summary: HuntSummary = read_json(&summary_path, MAX_SUMMARY_JSON_BYTES)?;
@@ -115,18 +115,9 @@ pub fn read_output(dir: &Path) -> Result<HuntOutput, MergeError> {
         })?;
         listed.insert(name.to_string());
         let meta_path = dir.join(&f.dir).join(FINDING_JSON);
+        // The summary's signature is the finding's identity: an untriaged finding's
+        // `finding.json` may still carry the symptom its cause was grouped from.
         let meta: FindingMeta = read_json(&meta_path, MAX_FINDING_JSON_BYTES)?;
-        if meta.signature != f.signature {
-            return Err(MergeError::Malformed {
-                path: meta_path,
-                message: format!(
-                    "signature {:?}, but {} lists this finding as {:?}",
-                    meta.signature,
-                    summary_path.display(),
-                    f.signature
-                ),
-            });
-        }
         metas.push(meta);
     }
     let unlisted = unlisted_dirs(&dir.join(FINDINGS_DIR), &listed)?;
