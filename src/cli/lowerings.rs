@@ -7,8 +7,10 @@
 //!
 //! Build with `--release`: the times are the compiler's and the interpreter's.
 //!
-//! Exit codes: 0 both lowerings agree with the oracle on every layer; 1 a program disagrees
-//! or a layer fails to compile (a finding); 2 bad input (bad flags, an unwritable `DIR`).
+//! Exit codes (`pimdiff::cli::exit_codes`): 0 both lowerings agree with the oracle on every
+//! layer; 1 a program disagrees, faults or deadlocks, or the compiler fails internally (a
+//! finding); 2 bad input (bad flags, an unwritable `DIR`); 4 no finding, but a lowering
+//! declined a layer or its run ran out of steps, so that layer has no verdict.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -20,12 +22,27 @@ use pimdiff_compiler::{compile, CompileOptions, Lowering};
 use pimdiff_isa::inst::{Category, Opcode};
 use serde::Serialize;
 
-use super::{exit, EXIT_FINDING, EXIT_OK};
+use super::exit_codes::{exit_with, help, EXIT_FINDING, EXIT_NO_VERDICT, EXIT_OK};
 use crate::check::Outcome;
 use crate::check::{run_bundle, RunConfig};
+use crate::finding::Verdict;
 use pimdiff_atomic::write_file as write_file_atomic;
 
 #[derive(clap::Args, Debug)]
+#[command(after_help = help(
+    &[
+        (EXIT_OK, "both lowerings agree with the oracle on every layer"),
+        (
+            EXIT_FINDING,
+            "a program disagrees, faults or deadlocks, or the compiler fails internally",
+        ),
+        (
+            EXIT_NO_VERDICT,
+            "no finding, but a lowering declined a layer or ran out of steps on it",
+        ),
+    ],
+    "cargo run --release -- lowerings --out lowerings-out --layer 3x3",
+))]
 pub struct Args {
     /// Directory for lowerings.md, lowerings.svg and lowerings.json (created if missing).
     #[arg(long)]
@@ -89,6 +106,9 @@ pub struct Measure {
     pub agrees: bool,
     /// The outcome when it does not.
     pub outcome: String,
+    /// What the layer's check came to under this lowering.
+    #[serde(skip)]
+    pub verdict: Verdict,
 }
 
 /// Both lowerings of one layer.
@@ -135,8 +155,11 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
         serde_json::to_string_pretty(&rows)?.as_bytes(),
     )?;
     print!("{md}");
-    let bad = rows.iter().any(|r| !(r.channel.agrees && r.pixel.agrees));
-    Ok(exit(if bad { EXIT_FINDING } else { EXIT_OK }))
+    let verdict = rows
+        .iter()
+        .flat_map(|r| [r.channel.verdict, r.pixel.verdict])
+        .fold(Verdict::Clean, Verdict::and);
+    Ok(exit_with(verdict))
 }
 
 /// Compile `runs` times (median time), count, write the bundle once for its size, interpret
@@ -170,6 +193,10 @@ fn measure(
                 interpret_ms: 0.0,
                 agrees: false,
                 outcome: format!("{lowering}-wise: {e}"),
+                verdict: match e {
+                    pimdiff_compiler::CompileError::Unsupported(_) => Verdict::NoVerdict,
+                    pimdiff_compiler::CompileError::Internal(_) => Verdict::Findings,
+                },
             })
         }
     };
@@ -189,6 +216,7 @@ fn measure(
         interpret_ms: ms(interpret),
         agrees: outcome == Outcome::Pass,
         outcome: outcome.summary(),
+        verdict: outcome.verdict(),
     })
 }
 
