@@ -46,8 +46,7 @@ impl Target for Toy {
         case.iter().map(|&v| bump(v)).collect()
     }
     fn observe(&self, output: &Vec<i64>) -> Observation {
-        let wrong = output.iter().any(|&v| v > self.threshold + 1);
-        match wrong {
+        match output.iter().any(|&v| v > self.threshold + 1) {
             true => Observation::finding(Signature::new(Kind::Mismatch, "values off by one")),
             false => Observation::of_kind(Kind::Pass),
         }
@@ -83,12 +82,12 @@ impl Target for Toy {
         meta.details = serde_json::json!({ "output": output });
         write_new(
             &dir.join("case.json"),
-            &serde_json::to_vec(case).unwrap_or_default(),
+            serde_json::json!(case).to_string().as_bytes(),
         )
     }
 }
 
-fn hunt(out: &Path, toy: Toy) -> pimdiff::finding::HuntSummary {
+fn hunt(out: &Path, threshold: i64, panics: bool) -> pimdiff::finding::HuntSummary {
     let cfg = HuntConfig {
         seed: 5,
         limit: Limit::Cases(40),
@@ -98,21 +97,18 @@ fn hunt(out: &Path, toy: Toy) -> pimdiff::finding::HuntSummary {
         max_unsupported: None,
         out: out.to_path_buf(),
     };
-    run_hunt(&cfg, Arc::new(toy), &HuntControl::default()).unwrap()
+    let toy = Arc::new(Toy { threshold, panics });
+    run_hunt(&cfg, toy, &HuntControl::default()).unwrap()
 }
 
-fn read_meta(dir: &Path) -> FindingMeta {
-    serde_json::from_slice(&std::fs::read(dir.join("finding.json")).unwrap()).unwrap()
+fn read(dir: &Path, file: &str) -> String {
+    std::fs::read_to_string(dir.join(file)).unwrap()
 }
 
 #[test]
 fn the_engine_finds_minimizes_and_saves_a_toy_targets_bug() {
     let tmp = tempfile::tempdir().unwrap();
-    let toy = Toy {
-        threshold: 50,
-        panics: false,
-    };
-    let s = hunt(tmp.path(), toy);
+    let s = hunt(tmp.path(), 50, false);
     assert_eq!((s.target.as_str(), s.cases_run), ("toy", 40));
     assert_eq!(s.findings.len(), 1, "{:?}", s.findings);
     let f = &s.findings[0];
@@ -120,11 +116,8 @@ fn the_engine_finds_minimizes_and_saves_a_toy_targets_bug() {
     assert!(f.triaged && !f.minimization.cut_short);
     // One value, just above the threshold: the smallest case that still shows the bug.
     let dir = tmp.path().join(&f.dir);
-    assert_eq!(
-        std::fs::read_to_string(dir.join("case.json")).unwrap(),
-        "[51]"
-    );
-    let meta = read_meta(&dir);
+    assert_eq!(read(&dir, "case.json"), "[51]");
+    let meta: FindingMeta = serde_json::from_str(&read(&dir, "finding.json")).unwrap();
     assert_eq!(meta.target.as_deref(), Some("toy"));
     assert_eq!(meta.details["output"], serde_json::json!([52]));
     assert_eq!(meta.minimization.unwrap().minimized_size, 52);
@@ -134,13 +127,7 @@ fn the_engine_finds_minimizes_and_saves_a_toy_targets_bug() {
 #[test]
 fn a_panic_of_the_target_is_a_crash_finding_and_the_hunt_goes_on() {
     let tmp = tempfile::tempdir().unwrap();
-    let s = hunt(
-        tmp.path(),
-        Toy {
-            threshold: 1000,
-            panics: true,
-        },
-    );
+    let s = hunt(tmp.path(), 1000, true);
     assert_eq!(s.cases_run, 40);
     assert_eq!(s.findings.len(), 1, "{:?}", s.findings);
     let f = &s.findings[0];
@@ -153,8 +140,5 @@ fn a_panic_of_the_target_is_a_crash_finding_and_the_hunt_goes_on() {
         format!("crash: panic: value out of range at {at}")
     );
     let dir = tmp.path().join(&f.dir);
-    assert_eq!(
-        std::fs::read_to_string(dir.join("case.json")).unwrap(),
-        "[91]"
-    );
+    assert_eq!(read(&dir, "case.json"), "[91]");
 }
