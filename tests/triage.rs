@@ -335,3 +335,50 @@ fn a_spent_budget_stops_at_once_and_says_so() {
     assert!(!t.localized);
     assert_eq!(t.result.outcome.kind(), Kind::Mismatch);
 }
+
+/// A compiler that panics on every conv2d with more than one output channel, as the in-repo
+/// compiler does when a class's first channel is computed wrongly.
+struct PanicsOnChannels(RunConfig);
+
+impl pimdiff::triage::Checker for PanicsOnChannels {
+    fn check(&self, case: &pimdiff_oracle::Case) -> pimdiff::check::CaseResult {
+        let mut r = check_case(case, &self.0);
+        if case.weight.shape()[0] > 1 {
+            r.outcome = pimdiff::check::outcome::Outcome::Crash {
+                stage: "compile".into(),
+                message: format!("index out of bounds: the len is {}", case.weight.shape()[0]),
+                location: Some("compiler/src/tiling.rs:286".into()),
+            };
+            r.bundle = None;
+        }
+        r
+    }
+    fn run_config(&self) -> &RunConfig {
+        &self.0
+    }
+}
+
+#[test]
+fn a_crash_without_a_bundle_is_minimized_keeping_its_message_and_place() {
+    let gen = GenConfig::default();
+    let checker = PanicsOnChannels(RunConfig::default());
+    let case = (0..)
+        .map(|k| pimdiff::targets::tensor::generate::case_from_seed(&gen, k))
+        .find(|c| c.weight.shape()[0] > 3 && c.input.len() > 8)
+        .unwrap();
+    let t = pimdiff::triage::triage_with(
+        &case,
+        &checker,
+        &Budget::new(pimdiff::triage::TRIAGE_RUNS, Duration::from_secs(600)),
+        &AtomicBool::new(false),
+    );
+    assert_eq!(
+        t.signature.to_string(),
+        "crash: compile: index out of bounds: the len is N at compiler/src/tiling.rs:286"
+    );
+    assert!(t.minimization.kept > 0 && !t.cut_short);
+    assert!(t.minimization.minimized_size < t.minimization.original_size);
+    // Two output channels: the fewest that still crash.
+    assert_eq!(t.case.weight.shape()[0], 2);
+    assert_eq!(t.result.outcome.kind(), Kind::Crash);
+}

@@ -256,7 +256,7 @@ pub fn triage_with(
     let original_size = case_size(case);
     let first = checker.check(case);
     let Some(key) = key_of(&first) else {
-        return unminimized(case, first, original_size);
+        return shrink_unlocalized(case, first, checker, budget, cancel, original_size);
     };
     let mut log = Vec::new();
     let generic = (0..values::GENERIC_ATTEMPTS).find_map(|attempt| {
@@ -272,7 +272,7 @@ pub fn triage_with(
         None => (case.clone(), first),
     };
     let Some(failure) = failure_of(&start, &start_result, cfg) else {
-        return unminimized(case, start_result, original_size);
+        return shrink_unlocalized(&start, start_result, checker, budget, cancel, original_size);
     };
     let loc0 = localize(&failure, cfg, &limits(budget, budget.max_runs / 8), cancel);
     let guard = guard_of(&loc0);
@@ -405,6 +405,44 @@ fn finish(
 }
 
 /// The result for a case that is not a finding (or has no program to localize).
+/// A finding without a bundle to localize in (the compiler crashed, panicked or failed):
+/// minimized while every check shows its exact signature — a crash keeps its message and
+/// `file:line` — and judged without localization. A timeout is not minimized: every check
+/// of a candidate could take the whole deadline.
+fn shrink_unlocalized(
+    case: &Case,
+    result: CaseResult,
+    checker: &dyn Checker,
+    budget: &Budget,
+    cancel: &AtomicBool,
+    size: u64,
+) -> Triaged {
+    let timeout = matches!(result.outcome, Outcome::Timeout { .. });
+    let signature = match result.signature() {
+        Some(s) if result.outcome.is_finding() && !timeout => s,
+        _ => return unminimized(case, result, size),
+    };
+    let options = ShrinkOptions {
+        max_steps: usize::try_from(budget.max_runs).unwrap_or(usize::MAX),
+        deadline: budget.deadline,
+        resume: true,
+    };
+    let shrunk = shrink_case(case, false, &options, cancel, |c| {
+        checker.check(c).signature().as_ref() == Some(&signature)
+    });
+    let result = checker.check(&shrunk.case);
+    let mut t = unminimized(&shrunk.case, result, size);
+    t.minimization = MinimizationLog {
+        tried: shrunk.tried as u64,
+        kept: shrunk.kept as u64,
+        original_size: size,
+        minimized_size: case_size(&shrunk.case),
+        log: shrunk.log,
+    };
+    t.cut_short = shrunk.cut_short;
+    t
+}
+
 fn unminimized(case: &Case, result: CaseResult, size: u64) -> Triaged {
     let mut case = case.clone();
     case.expected = result.oracle.clone();
