@@ -2,9 +2,9 @@
 //! catch them and name the instruction (the set-up's sanity check; never used by a real hunt).
 //!
 //! - [`Injection::LoadAddress`]: a load reads the wrong words. On the first core (in tile and
-//!   core order) with two loads of the same width whose registers are copied into MVMU
-//!   inputs and whose addresses come from a `set` of their own, the two addresses are
-//!   exchanged: each load reads the other's words. (A load shifted onto words nothing else
+//!   core order) with two loads of the same width that read words its tile received, whose
+//!   registers are copied into MVMU inputs and whose addresses come from a `set` of their own,
+//!   the two addresses are exchanged: each load reads the other's words. (A load shifted onto words nothing else
 //!   reads would break the tile memory's valid/counter protocol and show as a fault or a
 //!   deadlock at some other instruction; exchanged, every word is still read as often as
 //!   announced, and only the values are wrong.)
@@ -17,8 +17,8 @@
 use std::path::{Path, PathBuf};
 
 use pimdiff_puma::arch::{MVMUS_PER_CORE, MVMU_DIM};
-use pimdiff_puma::formats::parse_core_program;
-use pimdiff_puma::CoreInst;
+use pimdiff_puma::formats::{parse_core_program, parse_tile_program};
+use pimdiff_puma::{CoreInst, TileInst};
 use serde::{Deserialize, Serialize};
 
 /// An injected miscompilation (module docs).
@@ -69,7 +69,9 @@ impl Injection {
             let name = file.file_name().and_then(|n| n.to_str()).unwrap_or("");
             let done = match self {
                 Injection::LoadAddress if name.contains("-core") && name.ends_with(".puma") => {
-                    exchange_loads(&file)?
+                    let tile_program = name.split("-core").next().unwrap_or(name);
+                    let received = received_words(&dir.join(format!("{tile_program}.puma")));
+                    exchange_loads(&file, &received)?
                 }
                 Injection::WeightRows if name.ends_with(".weights") => exchange_rows(&file)?,
                 _ => None,
@@ -85,7 +87,6 @@ impl Injection {
 /// The loads of `program` whose registers feed MVMU inputs through a `copy`, with the pc of
 /// the `set` that gives each its address: `(load pc, set pc, width)`.
 fn feeding_loads(program: &[CoreInst]) -> Vec<(usize, usize, u32)> {
-    let inputs = 0..MVMU_DIM * MVMUS_PER_CORE;
     let mut out = Vec::new();
     for (pc, inst) in program.iter().enumerate() {
         let CoreInst::Load {
@@ -107,10 +108,7 @@ fn feeding_loads(program: &[CoreInst]) -> Vec<(usize, usize, u32)> {
         let Some(set) = set.filter(|&s| matches!(program[s], CoreInst::Set { vec: 1, .. })) else {
             continue;
         };
-        let feeds = program[pc + 1..].iter().any(|i| {
-            matches!(*i, CoreInst::Copy { d1: d, r1: r, .. }
-                if inputs.contains(&d) && d1 <= r && r < d1 + width)
-        });
+        let feeds = feeds_mvmu(&program[pc + 1..], d1, width);
         if feeds {
             out.push((pc, set, width));
         }
@@ -118,12 +116,75 @@ fn feeding_loads(program: &[CoreInst]) -> Vec<(usize, usize, u32)> {
     out
 }
 
-fn exchange_loads(file: &Path) -> std::io::Result<Option<Injected>> {
+/// Whether registers `start .. start + len`, as loaded, are copied into MVMU inputs before
+/// anything writes over them.
+fn feeds_mvmu(after: &[CoreInst], start: u32, len: u32) -> bool {
+    let inputs = 0..MVMU_DIM * MVMUS_PER_CORE;
+    let overlaps = |d: u32, n: u32| d < start + len && start < d + n;
+    for inst in after {
+        match *inst {
+            CoreInst::Copy { d1, r1, vec, .. } if inputs.contains(&d1) && overlaps(r1, vec) => {
+                return true;
+            }
+            CoreInst::Set { d1, vec, .. }
+            | CoreInst::Copy { d1, vec, .. }
+            | CoreInst::Alu { d1, vec, .. }
+            | CoreInst::Alui { d1, vec, .. }
+                if overlaps(d1, vec) =>
+            {
+                return false;
+            }
+            CoreInst::Load {
+                d1,
+                load_width,
+                vec,
+                ..
+            } if overlaps(d1, load_width * vec) => return false,
+            _ => {}
+        }
+    }
+    false
+}
+
+/// The tile-memory words a tile program's receives write (other tiles' data: inputs and
+/// values, never the compiler's zero padding).
+fn received_words(tile_program: &Path) -> Vec<std::ops::Range<i64>> {
+    let Ok(text) = std::fs::read_to_string(tile_program) else {
+        return Vec::new();
+    };
+    let Ok(program) = parse_tile_program(&text, tile_program) else {
+        return Vec::new();
+    };
+    program
+        .iter()
+        .filter_map(|i| match *i {
+            TileInst::Receive {
+                mem_addr,
+                receive_width,
+                vec,
+                ..
+            } => Some(i64::from(mem_addr)..i64::from(mem_addr) + i64::from(receive_width * vec)),
+            _ => None,
+        })
+        .collect()
+}
+
+fn exchange_loads(
+    file: &Path,
+    received: &[std::ops::Range<i64>],
+) -> std::io::Result<Option<Injected>> {
     let text = std::fs::read_to_string(file)?;
     let Ok(program) = parse_core_program(&text, file) else {
         return Ok(None);
     };
-    let loads = feeding_loads(&program);
+    // Loads of received words: exchanging two loads of the compiler's zero padding would
+    // change nothing.
+    let loads: Vec<(usize, usize, u32)> = feeding_loads(&program)
+        .into_iter()
+        .filter(|&(_, set, _)| {
+            matches!(program[set], CoreInst::Set { imm, .. } if received.iter().any(|r| r.contains(&imm)))
+        })
+        .collect();
     let pair = loads.iter().enumerate().find_map(|(i, a)| {
         loads[i + 1..]
             .iter()
