@@ -10,12 +10,13 @@
 //! pointer-ordered passes. A plain crash is not compiled again with the sanitizers: its frames
 //! already sign it, and the sanitizer tree would cost three to five times a plain compile.
 
-use super::check::{check, CheckOptions};
+use super::check::{check, CheckOptions, Mismatch, Verdict};
 use super::compile::{compile, CompileRun, PumaSetup, Tree};
 use super::driver_input::{network_text, weights_text};
 use super::inject::{Injected, Injection};
 use super::network::PumaNetwork;
 use super::outcome::{check_outcome, compile_outcome, severity, PumaOutcome};
+use super::probe::probe_network;
 use super::reference::{reference, NumericRange, Reference};
 use super::tensors::NetworkData;
 use super::{network_data, PumaNetConfig};
@@ -161,17 +162,56 @@ impl CaseContext {
             },
             None => None,
         };
-        let checked = check(
+        let mut checked = check(
             run.path(),
             &case.network,
             &prepared.data,
             &prepared.reference,
             self.check,
         );
+        if let Verdict::Mismatch(m) = &mut checked.verdict {
+            m.probe = self.probe(case, tree);
+        }
         TreeRun {
             outcome: check_outcome(tree, checked),
             compile: Some(run),
             injected,
+        }
+    }
+
+    /// The first wrong value of a mismatching `case`: its probe ([`super::probe`]) compiled
+    /// and checked in `tree` (without injection: an injected change need not land on the
+    /// probe's programs in the same place), when it mismatches too.
+    fn probe(&self, case: &PumaCase, tree: Tree) -> Option<Box<Mismatch>> {
+        if self.inject.is_some() {
+            return None;
+        }
+        let probe = PumaCase {
+            network: probe_network(&case.network)?,
+            seed: case.seed,
+        };
+        let prepared = self.prepare(&probe).ok()?;
+        let run = compile(
+            &self.setup,
+            tree,
+            &prepared.network_text,
+            &prepared.weights_text,
+        )
+        .ok()?;
+        if compile_outcome(&self.setup, &run).is_some() {
+            return None;
+        }
+        match check(
+            run.path(),
+            &probe.network,
+            &prepared.data,
+            &prepared.reference,
+            self.check,
+        )
+        .verdict
+        {
+            Verdict::Mismatch(m) => Some(m),
+            _ => None,
         }
     }
 

@@ -101,6 +101,8 @@ pub enum Verdict {
 pub struct Mismatch {
     /// The first wrong output (topologically first by its value, then in output order).
     pub output: String,
+    /// The index of its value.
+    pub value: usize,
     /// The network operation of its value (`conv`, `mvm`, `add`, ...).
     pub op: String,
     /// Wrong and known elements of that output.
@@ -123,6 +125,9 @@ pub struct Mismatch {
     pub slice: Option<Slice>,
     /// Up to 16 wrong elements of the first wrong output: index, expected, actual.
     pub sample: Vec<(Vec<usize>, i64, Option<i64>)>,
+    /// The first wrong value of the network, when a probe (every value an output,
+    /// `super::probe`) found it; `None` when there was no probe or it did not mismatch.
+    pub probe: Option<Box<Mismatch>>,
 }
 
 impl Mismatch {
@@ -133,6 +138,11 @@ impl Mismatch {
         } else {
             "some"
         }
+    }
+
+    /// The first wrong value: the probe's first wrong output, else this one.
+    pub fn root(&self) -> &Mismatch {
+        self.probe.as_deref().unwrap_or(self)
     }
 
     /// The instruction kind that computed the first wrong element (`unwritten` when the
@@ -408,6 +418,7 @@ fn compare(
     let describe = |w: Option<Writer>| w.map(|w| w.to_string());
     Verdict::Mismatch(Box::new(Mismatch {
         output: net.outputs[first].name().to_string(),
+        value: net.outputs[first].value(),
         op: net.values[net.outputs[first].value()].name().to_string(),
         wrong: c.wrong.len() as u64,
         known: c.known,
@@ -427,6 +438,7 @@ fn compare(
             .take(16)
             .map(|&(f, e, a, _)| (unflatten(f, &shape), e, a))
             .collect(),
+        probe: None,
     }))
 }
 

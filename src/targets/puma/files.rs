@@ -172,6 +172,7 @@ pub fn write_files(
         write_new(&dir.join("check.json"), to_json_text(checked).as_bytes())?;
     }
     meta.frames = outcome.frames.iter().map(|f| f.text()).collect();
+    meta.suspects = suspects(outcome.checked.as_ref());
     meta.message = outcome.message.clone();
     meta.sanitizer = outcome.sanitizer.clone();
     let details = PumaDetails {
@@ -192,6 +193,34 @@ pub fn write_files(
         &dir.join("report.md"),
         render_report(case, evidence, &details, meta).as_bytes(),
     )
+}
+
+/// The instructions of a mismatch's localization, the computing one first: `{tile, core,
+/// pc, op, why}`.
+fn suspects(checked: Option<&super::check::Checked>) -> Vec<serde_json::Value> {
+    let Some(Verdict::Mismatch(m)) = checked.map(|c| &c.verdict) else {
+        return Vec::new();
+    };
+    let root = m.root();
+    let Some(slice) = &root.slice else {
+        return Vec::new();
+    };
+    let why = format!(
+        "the first wrong element {:?} of `{}` (values[{}], {}) came from it",
+        root.index, root.output, root.value, root.op
+    );
+    let computing = |t: &str| ["mvm(", "alu(", "alui("].iter().any(|p| t.starts_with(p));
+    let mut steps: Vec<&super::localize::SliceStep> = slice.steps.iter().rev().collect();
+    steps.sort_by_key(|s| !computing(&s.text));
+    steps
+        .into_iter()
+        .take(8)
+        .map(|s| {
+            serde_json::json!({
+                "tile": s.tile, "core": s.core, "pc": s.pc, "op": s.text, "why": why,
+            })
+        })
+        .collect()
 }
 
 /// `compiler/`: the streams, and with `programs` every file the compiler wrote.
@@ -302,9 +331,24 @@ fn render_check(t: &mut String, checked: &super::check::Checked) {
         );
     }
     if let Verdict::Mismatch(m) = &checked.verdict {
+        render_mismatch(t, m, "First wrong output");
+        if let Some(p) = &m.probe {
+            let _ = writeln!(
+                t,
+                "\n### The first wrong value\n\nCompiled again with every value as an output \
+                 (a probe), the first wrong value is values[{}] ({}):\n",
+                p.value, p.op
+            );
+            render_mismatch(t, p, "First wrong value");
+        }
+    }
+}
+
+fn render_mismatch(t: &mut String, m: &super::check::Mismatch, title: &str) {
+    {
         let _ = writeln!(
             t,
-            "First wrong output `{}` ({}): {} of {} known elements wrong ({} of {} over all \
+            "{title} `{}` ({}): {} of {} known elements wrong ({} of {} over all \
              outputs). Element {:?} (tile {} word {}) is {}, expected {}; written by {}, \
              value stored by {}.\n",
             m.output,

@@ -271,11 +271,21 @@ pub fn sanitizer_report(stderr: &str, own_files: &BTreeSet<String>) -> Option<Sa
 }
 
 /// The first few of the compiler's own frames, by function name without template arguments
-/// (what signs a crash: a neighbouring line of the same function is the same bug). Recursion
-/// is folded: a function repeated at once counts once.
+/// (what signs a crash: a neighbouring line of the same function is the same bug). Frames in
+/// the compiler's headers are its one-line accessors inlined into the caller
+/// (`Operation::getModel` dereferencing a bad pointer that `maxpool` holds): they are left out
+/// when a frame in a source file follows, so that the function that holds the bad pointer
+/// signs the crash. Recursion is folded: a function repeated at once counts once.
 pub fn top_own_functions(frames: &[Frame], count: usize) -> Vec<String> {
+    let in_source =
+        |f: &&Frame| f.own && !f.location.split(':').next().unwrap_or("").ends_with(".h");
+    let pick: Vec<&Frame> = if frames.iter().any(|f| in_source(&f)) {
+        frames.iter().filter(in_source).collect()
+    } else {
+        frames.iter().filter(|f| f.own).collect()
+    };
     let mut out: Vec<String> = Vec::new();
-    for f in frames.iter().filter(|f| f.own) {
+    for f in pick {
         let name = without_templates(&f.function);
         if out.last() != Some(&name) {
             out.push(name);

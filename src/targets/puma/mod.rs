@@ -32,6 +32,7 @@ pub mod model_cpp;
 pub mod network;
 pub mod outcome;
 pub mod placement;
+pub mod probe;
 pub mod reductions;
 pub mod reference;
 pub mod repro;

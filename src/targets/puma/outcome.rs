@@ -8,7 +8,7 @@
 //! | `hang` | killed at the deadline or the memory limit | `timeout`, `memory` |
 //! | `rejected` | an exit status other than 0 and 2 (the library has no refusal path: a finding) | `exit N: message` |
 //! | `compile-error` | exit 0, but programs, weights or placement cannot be loaded or read | `what: message` |
-//! | `mismatch` | a known output element differs from the reference | `op/instruction/all\|some` |
+//! | `mismatch` | a known output element differs from the reference | `op/all\|some` of the first wrong value |
 //! | `fault`, `deadlock` | the machine stops on the programs | `Kind/opcode`, `opcode+opcode` |
 //! | `unsupported` | no output element is known (counted, never a pass) | — |
 //! | `out-of-steps`, `poisoned` | limits and failures of the tooling (the driver refusing pimdiff's own files, exit 2) | — |
@@ -17,9 +17,12 @@
 //! is the plain tree's `SIGSEGV`, so one null dereference met in both trees is one finding)
 //! and the top three functions inside the compiler, names not lines; aborts by the assertion
 //! (file, function, condition); mismatches by their localization shape: the operation of the
-//! first wrong output, the kind of the instruction that computed its first wrong element, and
-//! whether all or some of the output is wrong. Messages enter a signature only through
-//! [`abstract_message`].
+//! network's first wrong value (found by a probe, [`super::probe`]) and whether all or some of
+//! its known elements are wrong. The instructions that computed the first wrong element (the
+//! localization, [`super::localize`]) are in the report and in `finding.json`'s suspects, not
+//! in the signature: one wrong convolution is computed by an `mvm` when its kernel is 1×1 and
+//! by an `alu` accumulation otherwise, and would otherwise be as many findings. Messages enter
+//! a signature only through [`abstract_message`].
 
 use serde::Serialize;
 
@@ -267,6 +270,17 @@ fn signaled(
     }
 }
 
+/// A fault's signature detail: its kind and the faulting instruction's mnemonic, except for an
+/// address beyond the tile memory, which whichever transfer comes first meets (the allocator
+/// ran out of memory, not an instruction).
+fn fault_detail(kind: &str, opcode: &str) -> String {
+    if kind == "TileMemoryRange" {
+        kind.to_string()
+    } else {
+        format!("{kind}/{opcode}")
+    }
+}
+
 /// The outcome of a successful compile's check.
 pub fn check_outcome(tree: Tree, checked: Checked) -> PumaOutcome {
     let (kind, signature, detail, decline) = match &checked.verdict {
@@ -285,7 +299,8 @@ pub fn check_outcome(tree: Tree, checked: Checked) -> PumaOutcome {
             (Kind::Unsupported, None, why.clone(), Some(why))
         }
         Verdict::Mismatch(m) => {
-            let sig = format!("{}/{}/{}", m.op, m.computed_by(), m.extent());
+            let root = m.root();
+            let sig = format!("{}/{}", root.op, root.extent());
             let value = |v: Option<i64>| v.map_or("nothing".to_string(), |v| v.to_string());
             (
                 Kind::Mismatch,
@@ -311,7 +326,7 @@ pub fn check_outcome(tree: Tree, checked: Checked) -> PumaOutcome {
             message,
         } => (
             Kind::Fault,
-            Some(Signature::new(Kind::Fault, format!("{kind}/{opcode}"))),
+            Some(Signature::new(Kind::Fault, fault_detail(kind, opcode))),
             format!("{at}: {text}: {message}"),
             None,
         ),
