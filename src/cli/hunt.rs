@@ -170,8 +170,9 @@ pub struct PumaTargetArgs {
     /// checks too, 0..=1 (--target puma).
     #[arg(long, value_name = "R", value_parser = ratio, default_value = "0.25")]
     pub puma_sanitize_rate: f64,
-    /// Timeout of one compile (--target puma).
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration_arg, default_value = "20s")]
+    /// Timeout of one compile (--target puma). Generated networks compile in well under a
+    /// second, the slowest seen in about 20 s (docs/puma-findings.md); past this it is a hang.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration_arg, default_value = "60s")]
     pub puma_timeout: Duration,
     /// Resident-memory limit of one compile, in MiB (--target puma).
     #[arg(long, value_name = "MIB", default_value_t = 4096)]

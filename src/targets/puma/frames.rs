@@ -150,6 +150,15 @@ fn symbolize(object: &Path, offsets: &[&str]) -> Vec<Vec<(String, String)>> {
     groups
 }
 
+/// `text` with every hexadecimal number (`0x7fffffffc540`) left out: addresses differ
+/// between runs.
+fn without_hex(text: &str) -> String {
+    text.split(' ')
+        .filter(|w| !w.starts_with("0x"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// A name without its template arguments (`f<int>::g<A<B>>` → `f::g`; `operator<` and
 /// `operator<<` kept).
 fn without_templates(name: &str) -> String {
@@ -249,7 +258,10 @@ pub fn sanitizer_report(stderr: &str, own_files: &BTreeSet<String>) -> Option<Sa
             return Some((i, "AddressSanitizer", abstract_message(what)));
         }
         if let Some((_, rest)) = l.split_once(": runtime error: ") {
-            let what: String = abstract_message(rest).chars().take(80).collect();
+            let what: String = abstract_message(&without_hex(rest))
+                .chars()
+                .take(80)
+                .collect();
             return Some((i, "UndefinedBehaviorSanitizer", what));
         }
         None

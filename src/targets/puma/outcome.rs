@@ -131,13 +131,19 @@ fn frames_detail(functions: &[String]) -> String {
     }
 }
 
-/// The signal a sanitizer's deadly-signal report stands for (`SEGV` → `SIGSEGV`).
+/// The signal a sanitizer's report stands for: its deadly-signal reports (`SEGV` →
+/// `SIGSEGV`), and UndefinedBehaviorSanitizer's uses of a pointer to no object (a null
+/// pointer, a stale or garbage one), which the plain tree meets as a SIGSEGV or as silently
+/// wrong data: one bug met in both trees is one finding.
 fn sanitizer_signal(what: &str) -> Option<&'static str> {
     match what {
         "SEGV" => Some("SIGSEGV"),
         "BUS" => Some("SIGBUS"),
         "FPE" => Some("SIGFPE"),
         "ILL" => Some("SIGILL"),
+        w if w.contains("null pointer") || w.contains("does not point to an object") => {
+            Some("SIGSEGV")
+        }
         _ => None,
     }
 }
