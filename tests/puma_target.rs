@@ -423,3 +423,44 @@ fn repro_of_an_incomplete_puma_finding_names_the_missing_file() {
     assert_eq!(o.status.code(), Some(2), "{stderr}");
     assert!(stderr.contains("network.json"), "{stderr}");
 }
+
+/// The simulator's semantics where it contradicts the compiler (`Quirks`): each quirk alone,
+/// on the compiler's own output for a small layer. Two of them break every such program
+/// (`docs/puma-findings.md`, "Where the simulator and the compiler disagree"); the hunt
+/// checks under the compiler's reading so that they are reported once, not on every network.
+#[test]
+fn the_simulators_semantics_break_the_compilers_programs() {
+    let s = setup_or_skip!();
+    let off = pimdiff_puma::Quirks::COMPILER;
+    let run = |net: PumaNetwork, quirks: pimdiff_puma::Quirks| {
+        let mut ctx = context(s.clone(), None);
+        ctx.check.quirks = quirks;
+        ctx.run_in(&case(net, 2), Tree::Plain).outcome
+    };
+    // A 5 → 4 layer: the simulator multiplies by the transpose of what the compiler wrote.
+    assert_eq!(run(dense(), off).kind, Kind::Pass);
+    let rows = pimdiff_puma::Quirks {
+        weights_row_is_input: true,
+        ..off
+    };
+    assert_eq!(run(dense(), rows).kind, Kind::Mismatch);
+    // A 1 → 24 layer: the compiler stores 24 words as two chunks of 12 contiguous registers;
+    // the simulator reads the second chunk 16 registers on.
+    let mut n = Net::new("net");
+    let x = n.input_vector("x", 1);
+    let m = n.dense("m", 1, 24);
+    let y = n.mvm(m, x);
+    n.output("y", y);
+    assert_eq!(run(n.0.clone(), off).kind, Kind::Pass);
+    let stride = pimdiff_puma::Quirks {
+        store_bus_stride: true,
+        ..off
+    };
+    let o = run(n.0, stride);
+    assert!(
+        matches!(o.kind, Kind::Mismatch | Kind::Fault),
+        "{:?}: {}",
+        o.kind,
+        o.detail
+    );
+}
