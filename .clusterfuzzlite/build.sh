@@ -5,6 +5,12 @@
 # For every target in fuzz/fuzz_targets/: the fuzzer binary, its committed seed corpus
 # (fuzz/corpus/<target>/seed-*, as <target>_seed_corpus.zip) and, for the two JSON readers,
 # their dictionary (<target>.dict). The targets' bodies live in src/fuzz_targets.rs.
+#
+# Your own compiler instead of the in-repo one (docs/scale-out.md, "Your own compiler"): when
+# .clusterfuzzlite/compiler-cmd exists, .clusterfuzzlite/compiler-setup.sh (if any) runs first
+# to build the compiler and install it under $OUT (the fuzzers run from $OUT, without this
+# repository), then the command is copied to $OUT/pimdiff-compiler-cmd, where the lowering
+# targets read it ({here} in it is $OUT at run time).
 cd "$SRC/pimdiff"
 
 cargo fuzz build -O --debug-assertions
@@ -21,3 +27,11 @@ for source in fuzz/fuzz_targets/*.rs; do
 done
 cp fuzz/dicts/program.dict "$OUT/parse_program.dict"
 cp fuzz/dicts/case.dict "$OUT/parse_case.dict"
+
+if [ -f .clusterfuzzlite/compiler-cmd ]; then
+    if [ -f .clusterfuzzlite/compiler-setup.sh ]; then
+        bash .clusterfuzzlite/compiler-setup.sh
+    fi
+    cp .clusterfuzzlite/compiler-cmd "$OUT/pimdiff-compiler-cmd"
+    echo "build.sh: the lowering targets check: $(head -1 .clusterfuzzlite/compiler-cmd)"
+fi

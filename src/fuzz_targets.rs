@@ -10,8 +10,9 @@
 //!
 //! - [`conv_lowering`], [`mvm_lowering`]: bytes → a valid case of that operator (the generator's
 //!   one definition of a valid case, [`crate::targets::tensor::generate::case_from_unstructured`]) → the in-repo
-//!   compiler → the interpreter → compared with the oracle. A finding panics with the rendered
-//!   report, which libFuzzer records with the input.
+//!   compiler (or an injected bug, or a user's own compiler: [`lowering_run_config`]) → the
+//!   interpreter → compared with the oracle. A finding panics with the rendered report, which
+//!   libFuzzer records with the input.
 //! - [`interp`]: an arbitrary program and crossbar contents ([`pimdiff_isa::gen`]) → the machine
 //!   with a small step budget ends finished, faulted, deadlocked or out of steps — never a panic,
 //!   never more steps than its budget.
@@ -271,29 +272,110 @@ pub fn lowering_case(target: LoweringTarget, data: &[u8]) -> Option<Case> {
 /// `pimdiff from-fuzz ... --inject-bug <the same name>`.
 pub const INJECT_BUG_ENV: &str = "PIMDIFF_FUZZ_INJECT_BUG";
 
-/// The run configuration of the lowering targets: the in-repo compiler with its default
-/// options and the default step budget (`pimdiff from-fuzz` without compiler flags uses the
-/// same), or the injected bug named by [`INJECT_BUG_ENV`]. Read once per process.
-///
-/// # Panics
-/// When [`INJECT_BUG_ENV`] names no known bug class: a misconfigured campaign must stop at
-/// once rather than fuzz the wrong compiler.
-pub fn lowering_run_config() -> &'static RunConfig {
-    static CONFIG: OnceLock<RunConfig> = OnceLock::new();
-    CONFIG.get_or_init(|| match std::env::var(INJECT_BUG_ENV) {
-        Ok(name) if !name.is_empty() => match BugClass::from_name(&name) {
-            Some(bug) => {
-                RunConfig::with_compiler(CompilerUnderTest::Mutated(bug, Lowering::Channel))
-            }
+/// The environment variable that makes the lowering targets check an external compiler: a
+/// command line exactly as `--compiler-cmd` takes it (`mycc {case} {out}`; see
+/// [`crate::compilers::external`]). Convert its artifacts with `pimdiff from-fuzz ...
+/// --compiler-cmd <the same command>`.
+pub const COMPILER_CMD_ENV: &str = "PIMDIFF_FUZZ_COMPILER_CMD";
+
+/// The file beside a fuzz target's executable that holds the external compiler's command when
+/// [`COMPILER_CMD_ENV`] is unset: ClusterFuzzLite runs the fuzzers without the workflow's
+/// environment, so `.clusterfuzzlite/build.sh` puts the command here. `{here}` in it stands
+/// for the directory of the executable (where the build also put the compiler).
+pub const COMPILER_CMD_FILE: &str = "pimdiff-compiler-cmd";
+
+/// Largest [`COMPILER_CMD_FILE`].
+const MAX_COMPILER_CMD_BYTES: pimdiff_input::Limit = pimdiff_input::Limit {
+    name: "MAX_COMPILER_CMD_BYTES",
+    bytes: 64 << 10,
+};
+
+/// The external compiler command of the lowering targets: `from_env` (the value of
+/// [`COMPILER_CMD_ENV`]) when set and not blank, else the first line of [`COMPILER_CMD_FILE`]
+/// in `exe_dir`, with `{here}` replaced by `exe_dir` (quoted for the shell). `None`: the
+/// in-repo compiler. A file that is there but unreadable is an error.
+pub fn compiler_command(
+    from_env: Option<String>,
+    exe_dir: Option<&Path>,
+) -> Result<Option<String>, String> {
+    if let Some(command) = from_env.filter(|c| !c.trim().is_empty()) {
+        return Ok(Some(command));
+    }
+    let Some(dir) = exe_dir else {
+        return Ok(None);
+    };
+    let path = dir.join(COMPILER_CMD_FILE);
+    if !path.exists() {
+        return Ok(None);
+    }
+    let bytes = pimdiff_input::read(&path, MAX_COMPILER_CMD_BYTES)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    let text = String::from_utf8_lossy(&bytes);
+    let line = text
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or_default();
+    let here = crate::compilers::external::shell_quote(&dir.to_string_lossy());
+    Ok(Some(line.replace("{here}", &here)))
+}
+
+/// The run configuration of the lowering targets for an injected bug name and an external
+/// command (each `None` when not asked for): the in-repo compiler with its default options and
+/// the default step budget when neither (`pimdiff from-fuzz` without compiler flags uses the
+/// same). Both at once, or an unknown bug class, is an error: a misconfigured campaign must
+/// stop rather than fuzz the wrong compiler.
+pub fn lowering_run_config_for(
+    inject_bug: Option<&str>,
+    command: Option<String>,
+) -> Result<RunConfig, String> {
+    let bug = inject_bug.filter(|b| !b.is_empty());
+    match (bug, command) {
+        (Some(_), Some(_)) => Err(format!(
+            "{INJECT_BUG_ENV} and an external compiler ({COMPILER_CMD_ENV} or {COMPILER_CMD_FILE}) \
+             are both set: fuzz one compiler at a time"
+        )),
+        (None, Some(command)) => Ok(RunConfig::with_compiler(CompilerUnderTest::External {
+            command,
+        })),
+        (Some(name), None) => match BugClass::from_name(name) {
+            Some(bug) => Ok(RunConfig::with_compiler(CompilerUnderTest::Mutated(
+                bug,
+                Lowering::Channel,
+            ))),
             None => {
                 let known: Vec<&str> = BugClass::ALL.iter().map(|b| b.name()).collect();
-                panic!(
+                Err(format!(
                     "{INJECT_BUG_ENV}={name:?} names no bug class (known: {})",
                     known.join(", ")
-                )
+                ))
             }
         },
-        _ => RunConfig::default(),
+        (None, None) => Ok(RunConfig::default()),
+    }
+}
+
+/// The run configuration of the lowering targets ([`lowering_run_config_for`] of
+/// [`INJECT_BUG_ENV`] and [`compiler_command`]), read once per process.
+///
+/// # Panics
+/// On a misconfiguration ([`lowering_run_config_for`]'s errors, an unreadable
+/// [`COMPILER_CMD_FILE`]): the campaign stops at once rather than fuzz the wrong compiler.
+pub fn lowering_run_config() -> &'static RunConfig {
+    static CONFIG: OnceLock<RunConfig> = OnceLock::new();
+    CONFIG.get_or_init(|| {
+        let exe = std::env::current_exe().ok();
+        let config = compiler_command(
+            std::env::var(COMPILER_CMD_ENV).ok(),
+            exe.as_deref().and_then(Path::parent),
+        )
+        .and_then(|command| {
+            lowering_run_config_for(std::env::var(INJECT_BUG_ENV).ok().as_deref(), command)
+        });
+        match config {
+            Ok(config) => config,
+            Err(why) => panic!("{why}"),
+        }
     })
 }
 

@@ -6,7 +6,7 @@ use pimdiff::cli;
 /// Differential tester and fuzzer for compilers that lower conv2d and MVM onto ReRAM
 /// crossbar processing-in-memory accelerators (the PIMSim ISA).
 #[derive(Parser)]
-#[command(name = "pimdiff", version, about)]
+#[command(name = "pimdiff", version, about, after_help = cli::exit_codes::contract_help())]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -46,6 +46,9 @@ enum Command {
     Completions(cli::completions::Args),
     /// Write the manual page (pimdiff.1) to stdout, or every page into a directory.
     Man(cli::man::Args),
+    /// Merge the outputs of several hunts of one target (shards, nights) into one, each
+    /// finding once.
+    Merge(cli::merge::Args),
 }
 
 fn main() -> ExitCode {
@@ -80,6 +83,7 @@ fn main() -> ExitCode {
         Command::Pimcomp(a) => cli::pimcomp::main(a),
         Command::Completions(a) => cli::completions::main(a, Cli::command()),
         Command::Man(a) => cli::man::main(a, Cli::command()),
+        Command::Merge(a) => cli::merge::main(a),
     };
     match result {
         Ok(code) => code,

@@ -397,7 +397,7 @@ fn sigterm_ends_a_hunt_with_hung_threads_within_5_s_with_its_summary_and_finding
 }
 
 #[test]
-fn a_compiler_that_declines_everything_fails_the_hunt() {
+fn a_compiler_that_declines_everything_gives_no_verdict() {
     let tmp = tempfile::tempdir().unwrap();
     let cmd = format!("sh '{}' plain", fixture("declining_compiler.sh"));
     let run = |name: &str, extra: &[&str]| {
@@ -412,7 +412,7 @@ fn a_compiler_that_declines_everything_fails_the_hunt() {
         (o, summary(&out))
     };
     let (o, s) = run("strict", &[]);
-    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(o.status.code(), Some(4));
     assert!(s.findings.is_empty());
     assert!(s.declines.exceeded);
     assert_eq!((s.declines.declined, s.cases_run), (20, 20));
@@ -427,9 +427,19 @@ fn a_compiler_that_declines_everything_fails_the_hunt() {
         "{}",
         String::from_utf8_lossy(&o.stderr)
     );
+    // Declines allowed: still no case judged, so still no verdict.
     let (o, s) = run("lenient", &["--max-unsupported", "1"]);
-    assert_eq!(o.status.code(), Some(0), "{:?}", s.failures);
+    assert_eq!(o.status.code(), Some(4), "{:?}", s.failures);
     assert!(!s.declines.exceeded);
+    assert_eq!(
+        s.failures,
+        vec!["no case could be judged: all 20 cases run were declined or could not be checked"]
+    );
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("error: no case could be judged"),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
 }
 
 #[test]

@@ -4,6 +4,9 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
+use pimdiff::cli::lowerings::{markdown, Counts};
+use pimdiff_isa::{Opcode, Program};
+
 fn pimdiff(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_pimdiff"))
         .args(args)
@@ -65,6 +68,34 @@ fn lowerings_writes_the_table_the_chart_and_the_numbers() {
         .collect();
     names.sort();
     assert_eq!(names, ["lowerings.json", "lowerings.md", "lowerings.svg"]);
+}
+
+/// Every opcode `index + 1` times (`Opcode::ALL` order), so that each count says which
+/// opcodes went into it.
+#[test]
+fn counts_put_every_opcode_in_its_class_and_column() {
+    let insts = Opcode::ALL
+        .iter()
+        .enumerate()
+        .flat_map(|(i, op)| std::iter::repeat_n(op.template(), i + 1))
+        .collect();
+    let program = Program {
+        cores: vec![insts],
+        ..Program::default()
+    };
+    let c = Counts::of(&program);
+    // ld, st, lldi, lmv, sld, send, recv.
+    assert_eq!(c.memory, [25, 26, 27, 28, 3, 29, 30]);
+    assert_eq!(c.mvmul, 10);
+    // vvadd .. vrsl: 11 + 12 + ... + 24.
+    assert_eq!(c.vector, 245);
+    // nop, sldi, sadd, ssub, smul, saddi, smuli, setbw, wait, sync.
+    assert_eq!(c.scalar, 1 + 2 + 4 + 5 + 6 + 7 + 8 + 9 + 31 + 32);
+    assert_eq!((c.memory_bound(), c.total()), (168, 528));
+    assert!(markdown(&[]).contains(
+        "\n| layer | lowering | ld | st | lldi | lmv | sld | send | recv | memory-bound | mvmul | vector | scalar | total | bundle bytes |\n\
+         |---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n"
+    ));
 }
 
 #[test]

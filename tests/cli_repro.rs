@@ -137,13 +137,13 @@ fn an_injected_bug_entry_is_a_finding_and_flags_choose_the_compiler() {
 }
 
 #[test]
-fn an_unsupported_case_is_exit_1_with_its_reason() {
+fn an_unsupported_case_is_exit_4_no_verdict_with_its_reason() {
     let o = pimdiff(&[
         "repro",
         corpus_case("limits/not-enough-arrays").to_str().unwrap(),
     ]);
     let (out, _) = text(&o);
-    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert_eq!(o.status.code(), Some(4), "{out}");
     assert!(
         out.contains("outcome: unsupported: not enough crossbar arrays"),
         "{out}"
@@ -166,7 +166,8 @@ fn replay_prints_a_table_and_a_summary() {
         "{out}"
     );
     assert!(
-        out.contains("case(s):") && out.contains("0 not as expected, 0 unreadable"),
+        out.contains("case(s):")
+            && out.contains("0 not as expected, 0 without a verdict, 0 unreadable"),
         "{out}"
     );
 
@@ -183,7 +184,9 @@ fn replay_prints_a_table_and_a_summary() {
     assert_eq!(o.status.code(), Some(1), "{out}");
     assert!(
         out.contains("FAIL")
-            && out.contains("1 case(s): 0 as expected, 1 not as expected, 0 unreadable"),
+            && out.contains(
+                "1 case(s): 0 as expected, 1 not as expected, 0 without a verdict, 0 unreadable"
+            ),
         "{out}"
     );
 

@@ -414,3 +414,54 @@ fn from_fuzz_refuses_bad_input_with_exit_2() {
     assert_eq!(code, 2, "{text}");
     assert!(text.contains("invalid value 'interp'"), "{text}");
 }
+
+#[test]
+fn the_lowering_targets_fuzz_the_compiler_they_are_told_to() {
+    use fuzz_targets::{compiler_command, lowering_run_config_for, COMPILER_CMD_FILE};
+    use pimdiff::check::RunConfig;
+    use pimdiff::compilers::CompilerUnderTest;
+    let tmp = tempfile::tempdir().unwrap();
+    // Nothing set: the in-repo compiler.
+    assert_eq!(compiler_command(None, Some(tmp.path())), Ok(None));
+    assert_eq!(compiler_command(Some("  ".into()), None), Ok(None));
+    assert_eq!(
+        lowering_run_config_for(None, None).unwrap().compiler,
+        RunConfig::default().compiler
+    );
+    // The file beside the executable (how ClusterFuzzLite is told), `{here}` its directory.
+    std::fs::write(
+        tmp.path().join(COMPILER_CMD_FILE),
+        "\n  {here}/compiler/mycc {case} -o {out}\n",
+    )
+    .unwrap();
+    assert_eq!(
+        compiler_command(None, Some(tmp.path())),
+        Ok(Some(format!(
+            "'{}'/compiler/mycc {{case}} -o {{out}}",
+            tmp.path().display()
+        )))
+    );
+    // The environment wins over the file.
+    let env = Some("cc2 {case} {out}".to_string());
+    assert_eq!(
+        compiler_command(env.clone(), Some(tmp.path())),
+        Ok(env.clone())
+    );
+    assert_eq!(
+        lowering_run_config_for(Some(""), env.clone())
+            .unwrap()
+            .compiler,
+        CompilerUnderTest::External {
+            command: "cc2 {case} {out}".into()
+        }
+    );
+    // Two compilers at once, or an unknown bug class, stop the campaign.
+    assert_eq!(
+        lowering_run_config_for(Some("missing-bias"), env).unwrap_err(),
+        "PIMDIFF_FUZZ_INJECT_BUG and an external compiler (PIMDIFF_FUZZ_COMPILER_CMD or \
+         pimdiff-compiler-cmd) are both set: fuzz one compiler at a time"
+    );
+    assert!(lowering_run_config_for(Some("gremlins"), None)
+        .unwrap_err()
+        .starts_with("PIMDIFF_FUZZ_INJECT_BUG=\"gremlins\" names no bug class (known: "));
+}

@@ -9,10 +9,14 @@
 //! * The fuzz crate's committed `fuzz/Cargo.lock` builds the fuzz targets on the dependency
 //!   versions the tests run on: every package it shares with the root `Cargo.lock` has a
 //!   version the root lock has.
+//! * The PIMSim instruction set stays one table: no opcode is named in more than
+//!   [`MAX_FILES_PER_OPCODE`] non-test source files.
 
+use std::collections::BTreeMap;
 use std::fs;
 use std::path::PathBuf;
 
+use proc_macro2::{Spacing, TokenStream, TokenTree};
 use syn::spanned::Spanned;
 use syn::visit::Visit;
 
@@ -232,6 +236,249 @@ fn sources_and_documents_cite_nothing_outside_the_repository() {
         found.is_empty(),
         "cite the repository's own docs/ instead:\n  {}",
         found.join("\n  ")
+    );
+}
+
+/// Most non-test source files that may name one PIMSim opcode: its row of the instruction table
+/// (`isa-interp/src/inst.rs`), its semantics in the interpreter, and one other place that must
+/// list it. Everything else reads what it needs from the table (categories, mnemonics, operand
+/// kinds) or from the ISA crate's methods.
+const MAX_FILES_PER_OPCODE: usize = 3;
+
+/// The file that holds the instruction table.
+const TABLE: &str = "isa-interp/src/inst.rs";
+
+/// One row of the instruction table: the opcode's variant, the sub-op path that selects it
+/// when it shares its `Inst` shape with others (`("MemOp", "Lmv")`), and the row's line.
+#[derive(Debug)]
+struct Row {
+    opcode: String,
+    sub_op: Option<(String, String)>,
+    line: usize,
+}
+
+/// The rows of `for_each_inst!`, read with the grammar its doc gives:
+/// `Opcode "mnemonic" [aliases] Category Variant [op: SubOp::Variant] { operands };`.
+fn instruction_table() -> Vec<Row> {
+    let text = fs::read_to_string(root().join(TABLE)).expect("inst.rs is readable");
+    let ast = syn::parse_file(&text).unwrap_or_else(|e| panic!("{TABLE}: {e}"));
+    let table = ast
+        .items
+        .iter()
+        .find_map(|item| match item {
+            syn::Item::Macro(m) if m.ident.as_ref().is_some_and(|i| i == "for_each_inst") => {
+                Some(m.mac.tokens.clone())
+            }
+            _ => None,
+        })
+        .expect("inst.rs defines for_each_inst!");
+    // `($m:ident) => { $m! { rows } };`: the rows are the brace group after the `!`.
+    let rows = innermost_invocation(table).expect("for_each_inst! invokes $m! { rows }");
+    let mut out = Vec::new();
+    let mut row: Vec<TokenTree> = Vec::new();
+    for token in rows {
+        if matches!(&token, TokenTree::Punct(p) if p.as_char() == ';') {
+            out.push(table_row(&row));
+            row.clear();
+        } else {
+            row.push(token);
+        }
+    }
+    out
+}
+
+/// The body of the brace group that follows a `!` (at any depth).
+fn innermost_invocation(stream: TokenStream) -> Option<TokenStream> {
+    let tokens: Vec<TokenTree> = stream.into_iter().collect();
+    for (i, token) in tokens.iter().enumerate() {
+        if let TokenTree::Group(g) = token {
+            let after_bang =
+                i > 0 && matches!(&tokens[i - 1], TokenTree::Punct(p) if p.as_char() == '!');
+            if after_bang && g.delimiter() == proc_macro2::Delimiter::Brace {
+                return Some(g.stream());
+            }
+            if let Some(inner) = innermost_invocation(g.stream()) {
+                return Some(inner);
+            }
+        }
+    }
+    None
+}
+
+/// One row's opcode and sub-op path.
+fn table_row(row: &[TokenTree]) -> Row {
+    let Some(TokenTree::Ident(opcode)) = row.first() else {
+        panic!("a table row starts with its opcode: {row:?}");
+    };
+    let sub_op = row.iter().find_map(|t| match t {
+        TokenTree::Group(g) if g.delimiter() == proc_macro2::Delimiter::Bracket => {
+            let inner: Vec<TokenTree> = g.stream().into_iter().collect();
+            match inner.as_slice() {
+                [TokenTree::Ident(op), TokenTree::Punct(_), TokenTree::Ident(ty), TokenTree::Punct(_), TokenTree::Punct(_), TokenTree::Ident(v)]
+                    if op == "op" =>
+                {
+                    Some((ty.to_string(), v.to_string()))
+                }
+                _ => None,
+            }
+        }
+        _ => None,
+    });
+    Row {
+        opcode: opcode.to_string(),
+        sub_op,
+        line: opcode.span().start().line,
+    }
+}
+
+/// The line ranges of a file's `#[cfg(test)]` modules and `#[test]` functions.
+#[derive(Default)]
+struct TestItems(Vec<(usize, usize)>);
+
+impl<'ast> Visit<'ast> for TestItems {
+    fn visit_item_mod(&mut self, m: &'ast syn::ItemMod) {
+        if is_test(&m.attrs) {
+            self.0.push((m.span().start().line, m.span().end().line));
+        } else {
+            syn::visit::visit_item_mod(self, m);
+        }
+    }
+    fn visit_item_fn(&mut self, f: &'ast syn::ItemFn) {
+        if is_test(&f.attrs) {
+            self.0.push((f.span().start().line, f.span().end().line));
+        }
+    }
+}
+
+/// `(row index, line)` of every place `stream` names an opcode of `rows` outside the line
+/// ranges `tests`: `Opcode::X`, or X's sub-op path (`MemOp::Lmv`), except as the `op:` field of
+/// one instruction being built or matched (`Inst::Mem { op: MemOp::St, .. }` names one
+/// instruction, as `Inst::Send { .. }` does; neither is a list of opcodes).
+fn opcode_names(
+    stream: TokenStream,
+    rows: &[Row],
+    tests: &[(usize, usize)],
+) -> Vec<(usize, usize)> {
+    let tokens: Vec<TokenTree> = stream.into_iter().collect();
+    let mut out = Vec::new();
+    let ident = |i: usize| match tokens.get(i) {
+        Some(TokenTree::Ident(x)) => Some(x.to_string()),
+        _ => None,
+    };
+    let punct = |i: usize, spacing: Spacing| matches!(tokens.get(i), Some(TokenTree::Punct(p)) if p.as_char() == ':' && p.spacing() == spacing);
+    for (i, token) in tokens.iter().enumerate() {
+        if let TokenTree::Group(g) = token {
+            out.extend(opcode_names(g.stream(), rows, tests));
+            continue;
+        }
+        let (Some(ty), Some(variant)) = (ident(i), ident(i + 3)) else {
+            continue;
+        };
+        if !(punct(i + 1, Spacing::Joint) && punct(i + 2, Spacing::Alone)) {
+            continue;
+        }
+        let line = token.span().start().line;
+        if tests.iter().any(|&(a, b)| (a..=b).contains(&line)) {
+            continue;
+        }
+        let op_field =
+            i >= 2 && ident(i - 2).as_deref() == Some("op") && punct(i - 1, Spacing::Alone);
+        for (k, row) in rows.iter().enumerate() {
+            let opcode = ty == "Opcode" && variant == row.opcode;
+            let sub_op = !op_field
+                && row
+                    .sub_op
+                    .as_ref()
+                    .is_some_and(|(t, v)| *t == ty && *v == variant);
+            if opcode || sub_op {
+                out.push((k, line));
+            }
+        }
+    }
+    out
+}
+
+/// Every place a source text names an opcode: `(row index, line)`.
+fn opcode_names_in(file: &str, text: &str, rows: &[Row]) -> Vec<(usize, usize)> {
+    let ast = syn::parse_file(text).unwrap_or_else(|e| panic!("{file}: {e}"));
+    let mut tests = TestItems::default();
+    tests.visit_file(&ast);
+    let stream: TokenStream = text.parse().unwrap_or_else(|e| panic!("{file}: {e:?}"));
+    opcode_names(stream, rows, &tests.0)
+}
+
+#[test]
+fn the_instruction_table_is_read_row_by_row() {
+    let rows = instruction_table();
+    let names: Vec<String> = pimdiff_isa::Opcode::ALL
+        .iter()
+        .map(|o| format!("{o:?}"))
+        .collect();
+    assert_eq!(
+        rows.iter().map(|r| r.opcode.clone()).collect::<Vec<_>>(),
+        names
+    );
+    let lmv = rows.iter().find(|r| r.opcode == "Lmv").unwrap();
+    assert_eq!(lmv.sub_op, Some(("MemOp".into(), "Lmv".into())));
+    let sadd = rows.iter().find(|r| r.opcode == "Sadd").unwrap();
+    assert_eq!(sadd.sub_op, Some(("ScalarOp".into(), "Add".into())));
+    assert!(rows
+        .iter()
+        .find(|r| r.opcode == "Send")
+        .unwrap()
+        .sub_op
+        .is_none());
+}
+
+#[test]
+fn opcode_names_count_lists_not_single_instructions() {
+    let rows = instruction_table();
+    let text = "fn f(i: Inst) -> u8 {\n\
+                    if matches!(i, Inst::Mem { op: MemOp::St, .. } | Inst::Send { .. }) { return 0; }\n\
+                    match i.opcode() { Opcode::Lmv => 1, _ => match op { MemOp::Ld => 2, _ => 3 } }\n\
+                }\n\
+                #[cfg(test)]\n\
+                mod tests { const A: Opcode = Opcode::Nop; }\n";
+    let found: Vec<(String, usize)> = opcode_names_in("example.rs", text, &rows)
+        .into_iter()
+        .map(|(k, line)| (rows[k].opcode.clone(), line))
+        .collect();
+    assert_eq!(found, [("Lmv".to_string(), 3), ("Ld".to_string(), 3)]);
+}
+
+#[test]
+fn no_opcode_is_named_in_more_than_three_files() {
+    let rows = instruction_table();
+    // Per opcode, the files that name it and the first line they do; its row is one (the
+    // table's own rows spell sub-ops as `op:` fields, which the scan leaves out).
+    let mut files: Vec<BTreeMap<String, usize>> = rows
+        .iter()
+        .map(|row| BTreeMap::from([(TABLE.to_string(), row.line)]))
+        .collect();
+    for file in source_files() {
+        let text = fs::read_to_string(root().join(&file)).expect("source is readable");
+        for (k, line) in opcode_names_in(&file, &text, &rows) {
+            let first = files[k].entry(file.clone()).or_insert(line);
+            *first = (*first).min(line);
+        }
+    }
+    let over: Vec<String> = rows
+        .iter()
+        .zip(&files)
+        .filter(|(_, f)| f.len() > MAX_FILES_PER_OPCODE)
+        .map(|(row, f)| {
+            let places: Vec<String> = f
+                .iter()
+                .map(|(file, line)| format!("{file}:{line}"))
+                .collect();
+            format!("{} in {} files: {}", row.opcode, f.len(), places.join(", "))
+        })
+        .collect();
+    assert!(
+        over.is_empty(),
+        "read the instruction table (Opcode::category, MEMORY_BOUND, mnemonics, operand kinds) \
+         instead of naming opcodes:\n  {}",
+        over.join("\n  ")
     );
 }
 

@@ -5,7 +5,9 @@
 //! [`arbitrary::Unstructured`]. The `Arbitrary` impls of [`Inst`] and [`Program`] call it
 //! directly (cargo-fuzz), and the proptest strategies ([`arb_program`], [`arb_program_with`])
 //! feed it a random byte string, so proptest shrinks toward shorter byte strings, which means
-//! fewer cores, shorter streams and smaller numbers.
+//! fewer cores, shorter streams and smaller numbers. An instruction is an opcode drawn from
+//! [`Opcode::ALL`] and its operands drawn in the order of its row of the instruction table
+//! (`inst::for_each_inst!`), each by its operand kind: no opcode is named here.
 //!
 //! Values are biased toward *small* numbers (sizes, lengths and immediates that stay inside
 //! the default local memory, core ids that exist, few groups), so that generated programs
@@ -16,7 +18,8 @@ use arbitrary::{Arbitrary, Result, Unstructured};
 use proptest::prelude::*;
 
 use crate::inst::{
-    BinVecOp, Inst, MemOp, Offset, Opcode, Reg, ScalarImmOp, ScalarOp, UnVecOp, Width,
+    for_each_inst, BinVecOp, Inst, MemOp, Offset, Opcode, Reg, ScalarImmOp, ScalarOp, UnVecOp,
+    Width,
 };
 use crate::program::{ArchHints, GroupSpec, Program};
 
@@ -250,122 +253,107 @@ impl Draw<'_> {
             u.arbitrary()
         }
     }
+
+    /// A `wait` value: small ones are counts a few `sync`s can reach.
+    fn wait_value(&self, u: &mut Unstructured<'_>) -> Result<i32> {
+        if self.small(u)? {
+            u.int_in_range(0..=3)
+        } else {
+            u.arbitrary()
+        }
+    }
 }
 
 /// Generate one instruction of a program of `cores` cores.
 pub fn inst_from(u: &mut Unstructured<'_>, cores: u32, config: &GenConfig) -> Result<Inst> {
     let d = Draw { config, cores };
     let op = *u.choose(&Opcode::ALL)?;
-    Ok(match op {
-        Opcode::Nop => Inst::Nop,
-        Opcode::Sldi => Inst::Sldi {
-            rd: d.reg(u)?,
-            imm: d.imm(u)?,
-        },
-        Opcode::Sld => Inst::Sld {
-            rd: d.reg(u)?,
-            rs1: d.reg(u)?,
-            offset: d.offset_value(u)?,
-        },
-        Opcode::Sadd | Opcode::Ssub | Opcode::Smul => Inst::Scalar {
-            op: ScalarOp::from_opcode(op).expect("a scalar opcode"),
-            rd: d.reg(u)?,
-            rs1: d.reg(u)?,
-            rs2: d.reg(u)?,
-        },
-        Opcode::Saddi | Opcode::Smuli => Inst::ScalarImm {
-            op: ScalarImmOp::from_opcode(op).expect("a scalar-immediate opcode"),
-            rd: d.reg(u)?,
-            rs1: d.reg(u)?,
-            imm: d.imm(u)?,
-        },
-        Opcode::Setbw => Inst::Setbw {
-            ibiw: d.width(u)?,
-            obiw: d.width(u)?,
-        },
-        Opcode::Mvmul => Inst::Mvmul {
-            rd: d.reg(u)?,
-            rs1: d.reg(u)?,
-            mbiw: d.width(u)?,
-            relu: u.arbitrary()?,
-            group: d.group(u)?,
-        },
-        Opcode::Vvadd
-        | Opcode::Vvsub
-        | Opcode::Vvmul
-        | Opcode::Vvdmul
-        | Opcode::Vvmax
-        | Opcode::Vvsll
-        | Opcode::Vvsra
-        | Opcode::Vrsu
-        | Opcode::Vrsl => Inst::BinVec {
-            op: BinVecOp::from_opcode(op).expect("a binary vector opcode"),
-            rd: d.reg(u)?,
-            rs1: d.reg(u)?,
-            rs2: d.reg(u)?,
-            len: d.size(u)?,
-            offset: d.offset(u)?,
-        },
-        Opcode::Vrelu | Opcode::Vtanh | Opcode::Vsigm => Inst::UnVec {
-            op: UnVecOp::from_opcode(op).expect("a unary vector opcode"),
-            rd: d.reg(u)?,
-            rs1: d.reg(u)?,
-            len: d.size(u)?,
-            offset: d.offset(u)?,
-        },
-        Opcode::Vavg => Inst::Vavg {
-            rd: d.reg(u)?,
-            rs1: d.reg(u)?,
-            rs2: d.reg(u)?,
-            len: d.size(u)?,
-            offset: d.offset_value(u)?,
-        },
-        Opcode::Vmv => Inst::Vmv {
-            rd: d.reg(u)?,
-            rs1: d.reg(u)?,
-            rs2: d.reg(u)?,
-            len: d.size(u)?,
-        },
-        Opcode::Ld | Opcode::St | Opcode::Lmv => Inst::Mem {
-            op: MemOp::from_opcode(op).expect("a memory opcode"),
-            rd: d.reg(u)?,
-            rs1: d.reg(u)?,
-            size: d.size(u)?,
-            offset: d.offset(u)?,
-        },
-        Opcode::Lldi => Inst::Lldi {
-            rd: d.reg(u)?,
-            imm: u.arbitrary()?,
-            size: d.size(u)?,
-            offset: d.offset_value(u)?,
-            from_float: u.ratio(1, 4)?,
-        },
-        Opcode::Send => Inst::Send {
-            rs1: d.reg(u)?,
-            core: d.core(u)?,
-            size: d.size(u)?,
-            offset: d.offset_value(u)?,
-        },
-        Opcode::Recv => Inst::Recv {
-            rd: d.reg(u)?,
-            core: d.core(u)?,
-            size: d.size(u)?,
-            offset: d.offset_value(u)?,
-        },
-        Opcode::Wait => Inst::Wait {
-            event: d.reg(u)?,
-            value: if d.small(u)? {
-                u.int_in_range(0..=3)?
-            } else {
-                u.arbitrary()?
-            },
-        },
-        Opcode::Sync => Inst::Sync {
-            event: d.reg(u)?,
-            core: d.core(u)?,
-        },
-    })
+    inst_of(op, &d, u)
 }
+
+/// One operand of the instruction table (`inst::for_each_inst!`) drawn by its kind, and for
+/// the `u32` / `i32` kinds by its JSON key (a group, a core and a length are drawn from
+/// different ranges). A new kind or key fails to compile here until it is given a draw.
+macro_rules! draw {
+    ($d:ident, $u:ident, reg, $key:ident) => {
+        $d.reg($u)?
+    };
+    ($d:ident, $u:ident, event, $key:ident) => {
+        $d.reg($u)?
+    };
+    ($d:ident, $u:ident, send_source) => {
+        $d.reg($u)?
+    };
+    ($d:ident, $u:ident, imm32, $key:ident) => {
+        $d.imm($u)?
+    };
+    ($d:ident, $u:ident, width, $key:ident) => {
+        $d.width($u)?
+    };
+    ($d:ident, $u:ident, u32, Group) => {
+        $d.group($u)?
+    };
+    ($d:ident, $u:ident, u32, Core) => {
+        $d.core($u)?
+    };
+    ($d:ident, $u:ident, u32, Len) => {
+        $d.size($u)?
+    };
+    ($d:ident, $u:ident, i32, WaitValue) => {
+        $d.wait_value($u)?
+    };
+    ($d:ident, $u:ident, relu) => {
+        $u.arbitrary()?
+    };
+    ($d:ident, $u:ident, lldi_byte) => {
+        $u.arbitrary()?
+    };
+    // Drawn after the others (see `draw_last!`).
+    ($d:ident, $u:ident, lldi_float) => {
+        false
+    };
+    ($d:ident, $u:ident, bytes, $key:ident) => {
+        $d.size($u)?
+    };
+    ($d:ident, $u:ident, offset) => {
+        $d.offset($u)?
+    };
+    ($d:ident, $u:ident, offset_value) => {
+        $d.offset_value($u)?
+    };
+    ($d:ident, $u:ident, top_offset_value) => {
+        $d.offset_value($u)?
+    };
+}
+
+/// The operands drawn after all others: `lldi`'s float marker, which the generator has always
+/// drawn last, so that a byte string (a committed fuzz seed) keeps meaning the same program.
+macro_rules! draw_last {
+    ($u:ident, $value:ident, lldi_float) => {
+        $u.ratio(1, 4)?
+    };
+    ($u:ident, $value:ident, $kind:ident) => {
+        $value
+    };
+}
+
+/// [`inst_of`] from the table's rows.
+macro_rules! generate_ops {
+    ($( $op:ident $mn:literal [$($alias:literal),*] $cat:ident $(($rank:literal))? $variant:ident
+        [$($sub:ident : $subv:path)?] { $($field:ident : $kind:ident ($($key:ident)?)),* } ;)*) => {
+        /// An instruction of opcode `op` with its operands drawn in the table's order.
+        fn inst_of(op: Opcode, d: &Draw<'_>, u: &mut Unstructured<'_>) -> Result<Inst> {
+            Ok(match op {
+                $(Opcode::$op => {
+                    // A placeholder for the operands drawn last goes unread.
+                    $(#[allow(unused_variables)] let $field = draw!(d, u, $kind $(, $key)?);)*
+                    Inst::$variant { $($sub: $subv,)? $($field: draw_last!(u, $field, $kind),)* }
+                })*
+            })
+        }
+    };
+}
+for_each_inst!(generate_ops);
 
 impl<'a> Arbitrary<'a> for Inst {
     fn arbitrary(u: &mut Unstructured<'a>) -> Result<Inst> {

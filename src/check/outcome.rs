@@ -21,8 +21,8 @@
 use std::fmt;
 use std::time::Duration;
 
-use crate::finding::Kind;
 pub use crate::finding::{abstract_message, Signature};
+use crate::finding::{is_unjudged, Kind, Verdict};
 
 use pimdiff_isa::Opcode;
 use serde::{Deserialize, Serialize};
@@ -232,6 +232,18 @@ impl Outcome {
                 | Outcome::UninitializedRead { .. }
                 | Outcome::ScheduleDependent { .. }
         )
+    }
+
+    /// What the outcome comes to: a finding; no verdict when the case was declined, ran out
+    /// of steps or the tooling failed; clean when it passed.
+    pub fn verdict(&self) -> Verdict {
+        if self.is_finding() {
+            Verdict::Findings
+        } else if is_unjudged(self.kind()) {
+            Verdict::NoVerdict
+        } else {
+            Verdict::Clean
+        }
     }
 
     /// The signature of a finding; `None` for every outcome that is not one.

@@ -1,8 +1,9 @@
 //! `pimdiff asm` / `pimdiff disasm`: convert between our assembly text and the JSON forms.
 //!
 //! Both read any program form `formats::load_program` accepts (assembly text, JSON, gzip,
-//! directory), so `asm` also normalises JSON and `disasm` also reads text. Exit status: 0 on
-//! success, 2 on bad input (an `Err` naming the file: unreadable, invalid, or unwritable output).
+//! directory), so `asm` also normalises JSON and `disasm` also reads text. Exit codes
+//! (`pimdiff::cli::exit_codes`): 0 converted, 2 bad input (an `Err` naming the file:
+//! unreadable, invalid, or unwritable output).
 
 use std::fs;
 use std::io::{self, Write};
@@ -13,9 +14,14 @@ use anyhow::{bail, Context};
 use pimdiff_isa::formats::{self, asm, json};
 use pimdiff_isa::Program;
 
+use super::exit_codes::help;
 use super::{exit, EXIT_OK};
 
 #[derive(clap::Args, Debug)]
+#[command(after_help = help(
+    &[(EXIT_OK, "assembled: the JSON is written")],
+    "pimdiff asm program.s -o program.json",
+))]
 pub struct AsmArgs {
     /// The program to assemble: our assembly text (or any other program form).
     pub file: PathBuf,
@@ -30,6 +36,10 @@ pub struct AsmArgs {
 }
 
 #[derive(clap::Args, Debug)]
+#[command(after_help = help(
+    &[(EXIT_OK, "disassembled: the assembly text is written")],
+    "pimdiff disasm bundle/ -o program.s",
+))]
 pub struct DisasmArgs {
     /// The program: a JSON file (plain or .gz), a program directory, or assembly text.
     pub file: PathBuf,

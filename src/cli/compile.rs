@@ -5,9 +5,10 @@
 //!
 //! It follows the external-compiler protocol it is the reference for (`pimdiff::external`), so
 //! `--compiler-cmd 'pimdiff compile {case} -o {out}'` tests it like any other compiler. Exit
-//! codes: 0 compiled; 3 the compiler declines the case (unsupported: the last line of standard
-//! error is the reason, with the numbers); 1 an internal compiler error; 2 bad input (an
-//! unreadable or invalid case, an unwritable bundle).
+//! codes (`pimdiff::cli::exit_codes`): 0 compiled; 1 an internal compiler error; 2 bad input
+//! (an unreadable or invalid case, an unwritable bundle); 3 the compiler declines the case
+//! (unsupported: the last line of standard error is the reason, with the numbers). This is
+//! the only command that returns 3: it is the protocol external compilers implement.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -15,9 +16,22 @@ use std::process::ExitCode;
 use anyhow::Context;
 use pimdiff_compiler::{compile, emit, CompileError, CompileOptions, Lowering, Reduction, Stage};
 
+use super::exit_codes::help;
 use super::{exit, EXIT_FINDING, EXIT_OK, EXIT_UNSUPPORTED};
 
 #[derive(clap::Args, Debug)]
+#[command(after_help = help(
+    &[
+        (EXIT_OK, "compiled: the bundle is written (or --emit printed)"),
+        (EXIT_FINDING, "an internal compiler error"),
+        (
+            EXIT_UNSUPPORTED,
+            "the compiler declines the case; the reason is the last line of stderr (the \
+             bundle protocol's \"unsupported\", which external compilers implement)",
+        ),
+    ],
+    "pimdiff compile my-case -o bundle   # then: pimdiff run bundle/",
+))]
 pub struct Args {
     /// The case directory (case.json, input.npy, weight.npy, ...).
     pub case: PathBuf,

@@ -14,9 +14,14 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap_complete::Shell;
 
+use super::exit_codes::help;
 use super::{exit, EXIT_OK};
 
 #[derive(clap::Args, Debug)]
+#[command(after_help = help(
+    &[(EXIT_OK, "the script is written")],
+    "pimdiff completions bash > ~/.local/share/bash-completion/completions/pimdiff",
+))]
 pub struct Args {
     /// The shell to write the completion script for.
     #[arg(value_enum)]

@@ -7,9 +7,11 @@
 //! minimizer while its signature holds, and saved like a hunt finding (`case.json` + `.npy`
 //! with `expected.npy` = the oracle's output, `bundle/`, `report.md`, `finding.json`).
 //!
-//! Exit: 1 the artifact is a finding (saved to OUT_DIR); 0 it does not reproduce one (nothing is
-//! written, and the message says what the case did instead); 2 bad input (unreadable artifact,
-//! OUT_DIR already exists, bad flags).
+//! Exit codes (`pimdiff::cli::exit_codes`): 0 the artifact does not reproduce a finding (the
+//! case passes, or the bytes decode to no case; nothing is written, and the message says what
+//! the case did instead); 1 the artifact is a finding (saved to OUT_DIR); 2 bad input
+//! (unreadable artifact, OUT_DIR already exists, bad flags); 4 no verdict: the compiler
+//! declines the case, or its run ran out of steps (nothing is written).
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -21,17 +23,32 @@ use pimdiff_oracle::Case;
 
 use crate::check::outcome::Signature;
 use crate::check::{check_case, CaseResult, RunConfig};
+use crate::cli::exit_codes::help;
 use crate::cli::repro::{parse_duration_arg, CompilerArgs};
-use crate::cli::{exit, EXIT_FINDING, EXIT_OK};
+use crate::cli::{exit, exit_with, EXIT_FINDING, EXIT_NO_VERDICT, EXIT_OK};
 use crate::corpus::save_finding;
 use crate::engine::shrink::MinimizeConfig;
-use crate::finding::{FindingMeta, MinimizationStats};
+use crate::finding::{FindingMeta, MinimizationStats, Verdict};
 use crate::fuzz_targets::{lowering_case, lowering_gen_config, LoweringTarget};
 use crate::report::render_report;
 use crate::targets::tensor::generate::describe_case;
 use crate::targets::tensor::shrink::{case_size, minimize};
 
 #[derive(clap::Args, Debug)]
+#[command(after_help = help(
+    &[
+        (
+            EXIT_OK,
+            "the artifact does not reproduce a finding (the case passes); nothing is written",
+        ),
+        (EXIT_FINDING, "the artifact is a finding, saved to OUT_DIR"),
+        (
+            EXIT_NO_VERDICT,
+            "no verdict: the compiler declines the case or its run ran out of steps",
+        ),
+    ],
+    "pimdiff from-fuzz fuzz/artifacts/conv_lowering/crash-1a2b --target conv_lowering findings/conv-1",
+))]
 pub struct Args {
     /// The crash artifact libFuzzer wrote (e.g. fuzz/artifacts/conv_lowering/crash-<sha1>).
     pub artifact: PathBuf,
@@ -73,15 +90,21 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
     let run = args.compiler.run_config();
     let first = check_case(&original, &run);
     let Some(signature) = first.outcome.signature() else {
+        let verdict = first.outcome.verdict();
         println!(
-            "no finding: the artifact does not reproduce ({} case `{}` gives `{}` with {})",
+            "{}: the artifact does not reproduce ({} case `{}` gives `{}` with {})",
+            if verdict == Verdict::NoVerdict {
+                "no verdict"
+            } else {
+                "no finding"
+            },
             target.name(),
             describe_case(&original),
             first.outcome.summary(),
             run.compiler.describe()
         );
         println!("(a libFuzzer timeout or out-of-memory artifact, or one found with another compiler, does this)");
-        return Ok(exit(EXIT_OK));
+        return Ok(exit_with(verdict));
     };
     println!("finding: {signature}");
     println!("case:    {}", describe_case(&original));

@@ -5,9 +5,11 @@
 //! networks through the PUMA compiler, checked on the PUMA machine). A flag of another
 //! target is refused at parse time, naming the target that takes it.
 //!
-//! Exit 0 when nothing was found, 1 when there are findings (timeouts and interpreter panics
-//! among them) or more declined cases than the generator explains, 2 on bad arguments or when
-//! the output directory cannot be used. Ctrl-C / SIGTERM stops cleanly within five seconds,
+//! Exit codes (`pimdiff::cli::exit_codes`, from [`HuntSummary::verdict`]): 0 nothing was
+//! found; 1 findings (timeouts and interpreter panics among them); 2 bad arguments or an
+//! output directory that cannot be used; 4 no finding, but no verdict either: the compiler
+//! declined more cases than the generator explains, or no case could be judged at all.
+//! Findings take precedence. Ctrl-C / SIGTERM stops cleanly within five seconds,
 //! hung cases or not: findings are on disk from the moment they are found, triage gets what
 //! is left of the five seconds, the summary is written; a second signal skips what remains of
 //! triage; a third exits at once (only hidden temporary directories can be left, removed by
@@ -23,11 +25,12 @@ use std::time::Duration;
 use anyhow::Context;
 use clap::Args as _;
 
+use crate::cli::exit_codes::help;
 use crate::cli::repro::{parse_duration_arg, CompilerArgs};
-use crate::cli::{exit, EXIT_FINDING, EXIT_OK};
+use crate::cli::{exit_with, EXIT_BAD_INPUT, EXIT_FINDING, EXIT_NO_VERDICT, EXIT_OK};
 use crate::engine::shrink::MinimizeConfig;
 use crate::engine::{render_summary, run_hunt, HuntConfig, HuntControl, Limit, Shard};
-use crate::finding::Kind;
+use crate::finding::{HuntSummary, Kind};
 use crate::targets::pimcomp_nn::case::CaseContext;
 use crate::targets::pimcomp_nn::compile::{CompilerSetup, Pipeline};
 use crate::targets::pimcomp_nn::network::NetConfig;
@@ -41,6 +44,25 @@ use crate::targets::tensor::generate::GenConfig;
 use crate::targets::tensor::TensorTarget;
 
 #[derive(clap::Args, Debug)]
+#[command(after_help = help(
+    &[
+        (EXIT_OK, "nothing found"),
+        (
+            EXIT_FINDING,
+            "findings (saved under OUT/findings/, listed in OUT/summary.md)",
+        ),
+        (
+            EXIT_BAD_INPUT,
+            "bad usage, a flag of another --target, or an OUT that already holds findings",
+        ),
+        (
+            EXIT_NO_VERDICT,
+            "no finding, but no verdict: the compiler declined more cases than the generator \
+             explains (--max-unsupported), or no case could be judged",
+        ),
+    ],
+    "pimdiff hunt --cases 500 --compiler-cmd './mycc {case} -o {out}' --out hunt-out",
+))]
 pub struct Args {
     /// The hunt seed: case k of the hunt is generated from a seed derived from (SEED, k).
     /// Without it a seed is picked from the clock, printed first and recorded in the summary,
@@ -366,11 +388,7 @@ pub fn main(mut args: Args, given: &[String]) -> anyhow::Result<ExitCode> {
         cfg.out.join(crate::engine::SUMMARY_MD).display()
     );
     warn_loudly(&summary);
-    Ok(exit(if summary.failures.is_empty() {
-        EXIT_OK
-    } else {
-        EXIT_FINDING
-    }))
+    Ok(exit_with(summary.verdict()))
 }
 
 /// The PIMCOMP-NN target the flags describe.
@@ -521,7 +539,7 @@ impl Target {
 
 /// What must not scroll by unnoticed goes to stderr too: interpreter panics (a bug in pimdiff),
 /// timeouts, too many declined cases.
-fn warn_loudly(s: &crate::engine::HuntSummary) {
+fn warn_loudly(s: &HuntSummary) {
     let dirs = |kind: Kind| -> Vec<&str> {
         s.findings
             .iter()
@@ -543,7 +561,12 @@ fn warn_loudly(s: &crate::engine::HuntSummary) {
             dirs(Kind::Timeout).join(", ")
         );
     }
-    if let Some(why) = s.declines.explanation(s.cases_run) {
+    for why in s
+        .declines
+        .explanation(s.cases_run)
+        .into_iter()
+        .chain(s.unjudged_explanation())
+    {
         eprintln!("error: {why}");
     }
 }

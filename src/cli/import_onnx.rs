@@ -4,8 +4,9 @@
 //! oracle and the exports (`model.onnx`, `op.mlir`, `check.py`).
 //!
 //! The model has no input values, so `input.npy` is random int8 from `--seed`. What is
-//! imported and what is refused: [`crate::interop::import_onnx`]. Exit 0, or 2 when the model
-//! cannot be read or uses something a case cannot express (the message names it).
+//! imported and what is refused: [`crate::interop::import_onnx`]. Exit codes
+//! (`pimdiff::cli::exit_codes`): 0 imported, or 2 when the model cannot be read or uses
+//! something a case cannot express (the message names it).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -14,12 +15,17 @@ use anyhow::Context;
 use pimdiff_input::limits::MAX_ONNX_MODEL_BYTES;
 use pimdiff_oracle::reference;
 
+use super::exit_codes::help;
 use super::new_case::ArchArgs;
 use super::{exit, EXIT_OK};
 use crate::interop::import_onnx::import_model;
 use crate::interop::{summary, write_case_with_exports};
 
 #[derive(clap::Args, Debug)]
+#[command(after_help = help(
+    &[(EXIT_OK, "the case directory is written")],
+    "pimdiff import-onnx conv.onnx --out my-case",
+))]
 pub struct Args {
     /// The ONNX model (one operator node; weights as initializers).
     pub model: PathBuf,

@@ -7,8 +7,10 @@
 //!
 //! Build with `--release`: the times are the compiler's and the interpreter's.
 //!
-//! Exit codes: 0 both lowerings agree with the oracle on every layer; 1 a program disagrees
-//! or a layer fails to compile (a finding); 2 bad input (bad flags, an unwritable `DIR`).
+//! Exit codes (`pimdiff::cli::exit_codes`): 0 both lowerings agree with the oracle on every
+//! layer; 1 a program disagrees, faults or deadlocks, or the compiler fails internally (a
+//! finding); 2 bad input (bad flags, an unwritable `DIR`); 4 no finding, but a lowering
+//! declined a layer or its run ran out of steps, so that layer has no verdict.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -17,15 +19,30 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use pimdiff_compiler::workloads::{resnet18_layers, Layer, RESNET18_ARCH};
 use pimdiff_compiler::{compile, CompileOptions, Lowering};
-use pimdiff_isa::inst::Opcode;
+use pimdiff_isa::inst::{Category, Opcode};
 use serde::Serialize;
 
-use super::{exit, EXIT_FINDING, EXIT_OK};
+use super::exit_codes::{exit_with, help, EXIT_FINDING, EXIT_NO_VERDICT, EXIT_OK};
 use crate::check::Outcome;
 use crate::check::{run_bundle, RunConfig};
+use crate::finding::Verdict;
 use pimdiff_atomic::write_file as write_file_atomic;
 
 #[derive(clap::Args, Debug)]
+#[command(after_help = help(
+    &[
+        (EXIT_OK, "both lowerings agree with the oracle on every layer"),
+        (
+            EXIT_FINDING,
+            "a program disagrees, faults or deadlocks, or the compiler fails internally",
+        ),
+        (
+            EXIT_NO_VERDICT,
+            "no finding, but a lowering declined a layer or ran out of steps on it",
+        ),
+    ],
+    "cargo run --release -- lowerings --out lowerings-out --layer 3x3",
+))]
 pub struct Args {
     /// Directory for lowerings.md, lowerings.svg and lowerings.json (created if missing).
     #[arg(long)]
@@ -38,26 +55,19 @@ pub struct Args {
     pub layers: Vec<String>,
 }
 
-/// The memory-bound opcodes (`sst`, named by the thesis, is not an instruction of this ISA).
-const MEMORY_BOUND: [Opcode; 7] = [
-    Opcode::Ld,
-    Opcode::St,
-    Opcode::Lldi,
-    Opcode::Lmv,
-    Opcode::Sld,
-    Opcode::Send,
-    Opcode::Recv,
-];
-
-/// Instruction counts of one program by class.
+/// Instruction counts of one program by class: the instruction table's categories
+/// ([`Opcode::category`]), the memory-bound one per opcode.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct Counts {
-    /// Per memory-bound opcode, in [`MEMORY_BOUND`] order.
-    pub memory: [u64; 7],
+    /// Per memory-bound opcode, in [`Opcode::MEMORY_BOUND`] order (the thesis's; its `sst` is
+    /// not an instruction of this ISA).
+    pub memory: [u64; Opcode::MEMORY_BOUND.len()],
+    /// [`Category::Matrix`]: `mvmul`.
     pub mvmul: u64,
-    /// `vv*`, `vrelu`, `vtanh`, `vsigm`, `vavg`, `vmv`, `vrsu`, `vrsl`.
+    /// [`Category::Vector`]: `vv*`, `vrelu`, `vtanh`, `vsigm`, `vavg`, `vmv`, `vrsu`, `vrsl`.
     pub vector: u64,
-    /// Scalar and control: `sldi`, `s*`, `setbw`, `nop`, `wait`, `sync`.
+    /// Scalar and control ([`Category::Scalar`], [`Category::Control`]): `sldi`, `s*`,
+    /// `setbw`, `nop`, `wait`, `sync`.
     pub scalar: u64,
 }
 
@@ -66,14 +76,11 @@ impl Counts {
         let mut c = Counts::default();
         for inst in program.cores.iter().flatten() {
             let op = inst.opcode();
-            if let Some(i) = MEMORY_BOUND.iter().position(|&m| m == op) {
-                c.memory[i] += 1;
-            } else if op == Opcode::Mvmul {
-                c.mvmul += 1;
-            } else if op.mnemonic().starts_with('v') {
-                c.vector += 1;
-            } else {
-                c.scalar += 1;
+            match (op.memory_bound_rank(), op.category()) {
+                (Some(i), _) => c.memory[i] += 1,
+                (None, Category::Matrix) => c.mvmul += 1,
+                (None, Category::Vector) => c.vector += 1,
+                (None, _) => c.scalar += 1,
             }
         }
         c
@@ -99,6 +106,9 @@ pub struct Measure {
     pub agrees: bool,
     /// The outcome when it does not.
     pub outcome: String,
+    /// What the layer's check came to under this lowering.
+    #[serde(skip)]
+    pub verdict: Verdict,
 }
 
 /// Both lowerings of one layer.
@@ -145,8 +155,11 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
         serde_json::to_string_pretty(&rows)?.as_bytes(),
     )?;
     print!("{md}");
-    let bad = rows.iter().any(|r| !(r.channel.agrees && r.pixel.agrees));
-    Ok(exit(if bad { EXIT_FINDING } else { EXIT_OK }))
+    let verdict = rows
+        .iter()
+        .flat_map(|r| [r.channel.verdict, r.pixel.verdict])
+        .fold(Verdict::Clean, Verdict::and);
+    Ok(exit_with(verdict))
 }
 
 /// Compile `runs` times (median time), count, write the bundle once for its size, interpret
@@ -180,6 +193,10 @@ fn measure(
                 interpret_ms: 0.0,
                 agrees: false,
                 outcome: format!("{lowering}-wise: {e}"),
+                verdict: match e {
+                    pimdiff_compiler::CompileError::Unsupported(_) => Verdict::NoVerdict,
+                    pimdiff_compiler::CompileError::Internal(_) => Verdict::Findings,
+                },
             })
         }
     };
@@ -199,6 +216,7 @@ fn measure(
         interpret_ms: ms(interpret),
         agrees: outcome == Outcome::Pass,
         outcome: outcome.summary(),
+        verdict: outcome.verdict(),
     })
 }
 
@@ -246,10 +264,14 @@ pub fn markdown(rows: &[Row]) -> String {
         a.array_cols,
         a.local_memory_bytes / 1024
     );
-    s.push_str(
-        "| layer | lowering | ld | st | lldi | lmv | sld | send | recv | memory-bound | mvmul | vector | scalar | total | bundle bytes |\n\
-         |---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n",
-    );
+    let memory = Opcode::MEMORY_BOUND.map(Opcode::mnemonic).join(" | ");
+    // The memory columns, then memory-bound, mvmul, vector, scalar, total and bundle bytes.
+    let numbers = Opcode::MEMORY_BOUND.len() + 6;
+    s.push_str(&format!(
+        "| layer | lowering | {memory} | memory-bound | mvmul | vector | scalar | total | bundle bytes |\n\
+         |---|---|{}\n",
+        "--:|".repeat(numbers)
+    ));
     for r in rows {
         for (name, m) in [("channel", &r.channel), ("pixel", &r.pixel)] {
             let c = &m.counts;

@@ -9,9 +9,14 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 
+use super::exit_codes::help;
 use super::{exit, EXIT_OK};
 
 #[derive(clap::Args, Debug)]
+#[command(after_help = help(
+    &[(EXIT_OK, "the pages are written")],
+    "pimdiff man --out man/   # then: man -l man/pimdiff-hunt.1",
+))]
 pub struct Args {
     /// Write pimdiff.1 and pimdiff-<subcommand>.1 into DIR (created if missing) instead of
     /// pimdiff.1 to standard output.

@@ -1,29 +1,20 @@
 //! Subcommands of the `pimdiff` binary, one module each. Each module exposes an
 //! `Args` (clap) and a `main(Args) -> anyhow::Result<ExitCode>`.
 //!
-//! Exit codes are uniform: 0 success / agreement, 1 a finding (mismatch, fault,
-//! deadlock, ...), 2 bad input (an `Err` returned from `main`).
+//! Every command follows one exit-code contract, defined in [`exit_codes`] (0 nothing found,
+//! 1 found something, 2 bad usage or input, 3 `compile`'s "unsupported", 4 could not judge);
+//! an `Err` returned from `main` is code 2. Each `Args` carries its `--help` text for the codes
+//! it returns and one example ([`exit_codes::help`]).
 
-use std::process::ExitCode;
-
-/// Agreement, or every core finished.
-pub const EXIT_OK: u8 = 0;
-/// A finding: mismatch, fault, deadlock, compile error, unsupported where it counts.
-pub const EXIT_FINDING: u8 = 1;
-/// Bad input: unreadable or invalid file, bad flags.
-pub const EXIT_BAD_INPUT: u8 = 2;
-/// `pimdiff compile` only: the compiler declines the case (the external-compiler protocol's
-/// "unsupported", `pimdiff::external::UNSUPPORTED_EXIT_CODE`).
-pub const EXIT_UNSUPPORTED: u8 = 3;
-
-pub fn exit(code: u8) -> ExitCode {
-    ExitCode::from(code)
-}
+pub use self::exit_codes::{
+    exit, exit_with, EXIT_BAD_INPUT, EXIT_FINDING, EXIT_NO_VERDICT, EXIT_OK, EXIT_UNSUPPORTED,
+};
 
 pub mod asm;
 pub mod compile;
 pub mod completions;
 pub mod errors;
+pub mod exit_codes;
 pub mod export;
 pub mod from_fuzz;
 pub mod gmem;
@@ -31,6 +22,7 @@ pub mod hunt;
 pub mod import_onnx;
 pub mod lowerings;
 pub mod man;
+pub mod merge;
 pub mod new_case;
 pub mod oracle;
 pub mod pimcomp;

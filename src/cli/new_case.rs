@@ -5,8 +5,9 @@
 //! Every flag has a small default (a 3→8 3×3 conv2d with padding 1 on an 8×8 image, or a
 //! 20→7 MVM, on 4 cores of 8 arrays of 16×16), so `pimdiff new-case --op conv2d my-case` is
 //! enough. Input and weight values are uniform int8, bias values small
-//! ([`pimdiff_oracle::BIAS_RANGE`]). Exit status 0, or 2 when the flags describe an invalid
-//! case (the error names the field) or `OUT_DIR` already holds something.
+//! ([`pimdiff_oracle::BIAS_RANGE`]). Exit codes (`pimdiff::cli::exit_codes`): 0 written, or
+//! 2 when the flags describe an invalid case (the error names the field) or `OUT_DIR` already
+//! holds something.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -14,6 +15,7 @@ use std::process::ExitCode;
 use anyhow::{bail, Context};
 use pimdiff_oracle::{random_tensors, reference, CaseArch, CaseSpec, Conv2d, Mvm, Op};
 
+use super::exit_codes::help;
 use super::{exit, EXIT_OK};
 use crate::interop::write_case_with_exports;
 
@@ -24,6 +26,10 @@ pub enum OpKind {
 }
 
 #[derive(clap::Args, Debug)]
+#[command(after_help = help(
+    &[(EXIT_OK, "the case directory is written")],
+    "pimdiff new-case --op conv2d --stride 2 --expected my-case",
+))]
 pub struct Args {
     /// The operator.
     #[arg(long, value_enum)]

@@ -1,10 +1,10 @@
 //! `pimdiff oracle CASE_DIR [--out FILE.npy]`: validate a case, compute its exact reference
 //! output, optionally write it, and compare it with the case's `expected.npy`.
 //!
-//! Exit status: 0 when the case is valid and agrees with its `expected.npy` (or has none);
-//! 1 when `expected.npy` differs from the oracle (the count and the first differing elements
-//! are printed); 2 on a bad case (the error names the file and the field) or an unwritable
-//! `--out`.
+//! Exit codes (`pimdiff::cli::exit_codes`): 0 the case is valid and agrees with its
+//! `expected.npy` (or has none); 1 `expected.npy` differs from the oracle (the count and the
+//! first differing elements are printed); 2 a bad case (the error names the file and the
+//! field) or an unwritable `--out`.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -13,10 +13,21 @@ use anyhow::Context;
 use pimdiff_oracle::io::{read_case, write_npy_atomic};
 use pimdiff_oracle::reference;
 
+use super::exit_codes::help;
 use super::{exit, EXIT_FINDING, EXIT_OK};
 use crate::check::compare::compare;
 
 #[derive(clap::Args, Debug)]
+#[command(after_help = help(
+    &[
+        (
+            EXIT_OK,
+            "the case is valid and agrees with its expected.npy (or has none)",
+        ),
+        (EXIT_FINDING, "expected.npy differs from the oracle's output"),
+    ],
+    "pimdiff oracle my-case --out reference.npy",
+))]
 pub struct Args {
     /// The case directory (case.json, input.npy, weight.npy, [bias.npy], [expected.npy]).
     pub case_dir: PathBuf,

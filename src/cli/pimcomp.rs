@@ -7,22 +7,46 @@
 //! (`pimdiff::targets::pimcomp_nn::cross`): the number of nodes they agree on, or the disagreement's
 //! signature and detail — the `cross-mode` finding of `hunt --target pimcomp-nn --mode both`.
 //!
-//! Exit status: 0 when no node mismatches and the program agrees with its table (only exact,
-//! degenerate and unchecked nodes) — with `--cross`, both programs, and the two checks do not
-//! disagree; 1 on a mismatch, an operand disagreement, a run that does not finish or a cross
-//! disagreement; 2 on bad input (with `--cross`, also two programs of the same pipeline).
+//! Exit codes (`pimdiff::cli::exit_codes`): 0 no node mismatches, the program agrees with its
+//! table and at least one node was checked exactly — with `--cross`, both programs, and the two
+//! checks do not disagree; 1 a mismatch, an operand disagreement, a run that does not finish
+//! or a cross disagreement; 2 bad input (with `--cross`, also two programs of the same
+//! pipeline); 4 no finding, but no node could be checked exactly (every node degenerate or
+//! unchecked; with `--cross`, in either program): no verdict.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use crate::targets::pimcomp_nn::check::{self as pimcomp, report, Control, Options};
+use crate::finding::Verdict;
+use crate::targets::pimcomp_nn::check::{
+    self as pimcomp, report, Checked, Control, Options, Status,
+};
 use crate::targets::pimcomp_nn::cross;
 use anyhow::Context;
 use pimdiff_isa::machine::Schedule;
 
-use super::{exit, EXIT_FINDING, EXIT_OK};
+use super::exit_codes::help;
+use super::{exit_with, EXIT_FINDING, EXIT_NO_VERDICT, EXIT_OK};
 
 #[derive(clap::Args, Debug)]
+#[command(after_help = help(
+    &[
+        (
+            EXIT_OK,
+            "every node checked agrees (at least one exactly), program and table agree",
+        ),
+        (
+            EXIT_FINDING,
+            "a node mismatches, program and table disagree, the run does not finish, or \
+             (--cross) the two pipelines disagree",
+        ),
+        (
+            EXIT_NO_VERDICT,
+            "no finding, but no node could be checked exactly (all degenerate or unchecked)",
+        ),
+    ],
+    "pimdiff pimcomp output/SimulationInfo.gz --verification output/VerificationInfo.json --out report",
+))]
 pub struct Args {
     /// The program PIMCOMP-NN wrote (-s=YES): JSON, plain or .gz.
     pub program: PathBuf,
@@ -80,11 +104,18 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
             .with_context(|| format!("cannot write {}", out.display()))?;
         println!("report: {}", out.join("report.md").display());
     }
-    Ok(exit(if checked.is_finding() {
-        EXIT_FINDING
+    Ok(exit_with(verdict(&checked)))
+}
+
+/// A check's verdict: a finding; no verdict when no node was checked exactly; clean.
+fn verdict(checked: &Checked) -> Verdict {
+    if checked.is_finding() {
+        Verdict::Findings
+    } else if checked.verdicts.iter().any(|v| v.status == Status::Exact) {
+        Verdict::Clean
     } else {
-        EXIT_OK
-    }))
+        Verdict::NoVerdict
+    }
 }
 
 /// `--cross`: both checks, their comparison, and under `--out` all three reports.
@@ -96,10 +127,10 @@ fn cross_main(first: &Options, second: &Options, out: Option<&Path>) -> anyhow::
             .with_context(|| format!("cannot write {}", out.display()))?;
         println!("reports: {}", out.display());
     }
-    Ok(exit(if pair.is_finding() {
-        EXIT_FINDING
+    Ok(exit_with(if pair.is_finding() {
+        Verdict::Findings
     } else {
-        EXIT_OK
+        verdict(&pair.batch.1).and(verdict(&pair.element.1))
     }))
 }
 

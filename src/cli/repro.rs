@@ -1,14 +1,18 @@
 //! `pimdiff repro DIR`: recompile and rerun a saved case, compare with the oracle (and with
 //! `expected.npy` when present), print the outcome and the report.
 //!
-//! Exit 0 when the case passes; 1 for a finding (mismatch, fault, deadlock, compile error,
-//! unsupported, out of steps, poisoned, or an `expected.npy` that disagrees with the oracle);
-//! 2 when the case cannot be read (the error names the file and field).
-//!
 //! A finding of another target is dispatched on its `finding.json`'s `target`: a PUMA
 //! finding (`puma`) runs the PUMA driver again on the saved files, in the saved tree or
 //! `--puma-dir` / `--puma-sanitize-dir` (`targets::puma::repro`), prints the outcome and
 //! exits 1 while it still shows the saved signature, 0 once it does not.
+//!
+//! Exit codes (`pimdiff::cli::exit_codes`): 0 the case passes; 1 a finding (mismatch, fault,
+//! deadlock, compile error, timeout, race, bogus unsupported, …, or an `expected.npy` that
+//! disagrees with the oracle); 2 the case cannot be read (the error names the file and field);
+//! 4 no verdict: the compiler declines the case (also when the case is expected to be
+//! declined: whether it would compile correctly stays unknown), or the run ran out of steps or
+//! the tooling failed. `repro` judges the case, not its expectation: it prints whether the
+//! expectation is met, and `replay` exits on that.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -20,15 +24,33 @@ use pimdiff_isa::machine::Schedule;
 
 use crate::check::n_version::LoweringChoice;
 use crate::check::RunConfig;
+use crate::cli::exit_codes::help;
 use crate::cli::hunt::PumaTreeArgs;
-use crate::cli::{exit, EXIT_FINDING, EXIT_OK};
+use crate::cli::{exit, exit_with, EXIT_FINDING, EXIT_NO_VERDICT, EXIT_OK};
 use crate::compilers::injected::BugClass;
 use crate::compilers::CompilerUnderTest;
 use crate::corpus::{check_entry, load_entry, EntryResult};
-use crate::finding::Kind;
+use crate::finding::Verdict;
 use crate::targets::tensor::generate::describe_case;
 
 #[derive(clap::Args, Debug)]
+#[command(after_help = help(
+    &[
+        (EXIT_OK, "the case passes"),
+        (
+            EXIT_FINDING,
+            "a finding (mismatch, fault, deadlock, race, ...) or an expected.npy that disagrees \
+             with the oracle",
+        ),
+        (
+            EXIT_NO_VERDICT,
+            "no verdict: the compiler declines the case (even when that is expected), or the \
+             run ran out of steps",
+        ),
+    ],
+    "pimdiff repro hunt-out/findings/001-mismatch-channels-all   # add --compiler-cmd CMD to \
+     rerun it with your compiler",
+))]
 pub struct Args {
     /// A case directory (a saved finding or a plain case).
     pub dir: PathBuf,
@@ -230,13 +252,12 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
     let base = args.compiler.run_config();
     let checked = check_entry(&entry, &base);
     print!("{}", render(&entry, &checked));
-    Ok(exit(
-        if checked.is_finding() || checked.observed.kind != Kind::Pass {
-            EXIT_FINDING
-        } else {
-            EXIT_OK
-        },
-    ))
+    let verdict = if checked.is_finding() {
+        Verdict::Findings
+    } else {
+        checked.result.outcome.verdict()
+    };
+    Ok(exit_with(verdict))
 }
 
 /// What `repro` prints: the case, the compiler (and whether it differs from the recorded

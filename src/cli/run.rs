@@ -1,9 +1,9 @@
 //! `pimdiff run`: load a program, run it on the functional machine, print a summary.
 //!
-//! Exit status: 0 when every core finished; 1 on a fault, deadlock or exhausted step budget
-//! (the report goes to stderr), on a race (unless `--no-race-check`), and with `--strict` on
-//! an uninitialized read; 2 on bad input (an `Err`: unreadable or invalid program,
-//! crossbar export or flags).
+//! Exit codes (`pimdiff::cli::exit_codes`): 0 every core finished; 1 a fault or deadlock (the
+//! report goes to stderr), a race (unless `--no-race-check`), and with `--strict` an
+//! uninitialized read; 2 bad input (unreadable or invalid program, crossbar export or flags);
+//! 4 the step budget ran out first, with no finding: no verdict (the program may just be long).
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -14,11 +14,26 @@ use pimdiff_isa::machine::{CellFill, Machine, MachineOptions, RunOutcome, Schedu
 use pimdiff_isa::xbar::read_export_dir;
 use pimdiff_isa::{Arch, ArchHints, CrossbarExport};
 
+use super::exit_codes::help;
 use super::gmem::{parse_gmem_arg, GmemArg, Preloads};
-use super::{exit, EXIT_FINDING, EXIT_OK};
+use super::{exit, EXIT_FINDING, EXIT_NO_VERDICT, EXIT_OK};
 use crate::check::concurrency::Checks;
 
 #[derive(clap::Args, Debug)]
+#[command(after_help = help(
+    &[
+        (EXIT_OK, "every core finished"),
+        (
+            EXIT_FINDING,
+            "a fault, a deadlock, a race, or (--strict) an uninitialized read",
+        ),
+        (
+            EXIT_NO_VERDICT,
+            "the step budget ran out before the program ended: no verdict (raise --step-budget)",
+        ),
+    ],
+    "pimdiff run bundle/   # a bundle `pimdiff compile` wrote: program, xbars/, io.json",
+))]
 pub struct Args {
     /// The program: a pimsim-nn / PIMCOMP-NN JSON file (plain or .gz), a program directory
     /// (config.json + core_<i>.json), or our assembly text.
@@ -142,6 +157,10 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
         RunOutcome::Finished => {
             println!("outcome: finished");
             Ok(exit(EXIT_OK))
+        }
+        RunOutcome::OutOfSteps { .. } if !flagged => {
+            println!("outcome: out-of-steps (no verdict: raise --step-budget)");
+            Ok(exit(EXIT_NO_VERDICT))
         }
         other => {
             println!("outcome: {}", other.kind());

@@ -81,6 +81,10 @@ pub enum BugClass {
     /// kernel reaches into the right padding at the end of an output row: a run-length loop
     /// that never advances past a trailing run of padding pixels.
     CompilerHang,
+    /// A systematic bug: the last `mvmul` of every core multiplies with array group 0 (a
+    /// code generator wrong the same way at every site). No single-site repair fixes it where
+    /// several cores are wrong; the joint repair names it (`triage::joint`).
+    LastMvmulGroupZero,
 }
 
 impl BugClass {
@@ -117,14 +121,18 @@ impl BugClass {
     /// The hangs: a check of an affected case never returns (only a watchdog ends it).
     pub const HANGS: [BugClass; 1] = [BugClass::CompilerHang];
 
-    /// Every class: [`BugClass::ALL`], then [`BugClass::DECLINES`], [`BugClass::RACES`] and
-    /// [`BugClass::HANGS`].
+    /// The systematic bugs: wrong the same way at every site of a kind.
+    pub const SYSTEMATIC: [BugClass; 1] = [BugClass::LastMvmulGroupZero];
+
+    /// Every class: [`BugClass::ALL`], then [`BugClass::DECLINES`], [`BugClass::RACES`],
+    /// [`BugClass::HANGS`] and [`BugClass::SYSTEMATIC`].
     pub fn every() -> impl Iterator<Item = BugClass> {
         BugClass::ALL
             .into_iter()
             .chain(BugClass::DECLINES)
             .chain(BugClass::RACES)
             .chain(BugClass::HANGS)
+            .chain(BugClass::SYSTEMATIC)
     }
 
     /// The names of [`BugClass::every`], comma-separated (for error messages).
@@ -155,6 +163,7 @@ impl BugClass {
             BugClass::EarlySync => "early-sync",
             BugClass::OverlappingStores => "overlapping-stores",
             BugClass::CompilerHang => "compiler-hang",
+            BugClass::LastMvmulGroupZero => "last-mvmul-group-zero",
         }
     }
 
@@ -351,7 +360,24 @@ pub fn inject(bug: BugClass, case: &Case, bundle: &mut Bundle) -> bool {
         BugClass::MissingWait => races::missing_wait(cores),
         BugClass::EarlySync => races::early_sync(cores),
         BugClass::OverlappingStores => races::overlapping_stores(cores, &bundle.manifest),
+        BugClass::LastMvmulGroupZero => last_mvmul_group_zero(cores),
     }
+}
+
+/// Every core's last `mvmul` takes array group 0; whether any changed.
+fn last_mvmul_group_zero(cores: &mut [Vec<Inst>]) -> bool {
+    let mut changed = false;
+    for insts in cores {
+        let last = insts.iter_mut().rev().find_map(|i| match i {
+            Inst::Mvmul { group, .. } => Some(group),
+            _ => None,
+        });
+        if let Some(group) = last {
+            changed |= *group != 0;
+            *group = 0;
+        }
+    }
+    changed
 }
 
 /// The roles of every instruction of a bundle, core by core.

@@ -34,30 +34,20 @@ pub fn gmem_sites(insts: &[Inst]) -> Vec<GmemSite> {
             Inst::Sld { rd, .. } | Inst::Scalar { rd, .. } | Inst::ScalarImm { rd, .. } => {
                 regs[rd.index()] = None
             }
-            Inst::Mem {
-                op,
-                rd,
-                rs1,
-                size,
-                offset,
-            } => {
-                // `st`: GMem is `rd` (+ offset when select bit 0); `ld`: GMem is `rs1` (bit 1).
-                let (reg, applies) = match op {
-                    MemOp::St => (rd, offset.applies_to_rd()),
-                    _ => (rs1, offset.applies_to_rs1()),
+            _ => {
+                let Some(t) = inst.gmem_transfer() else {
+                    continue;
                 };
-                let add = if applies { offset.value as i64 } else { 0 };
-                let range = regs[reg.index()]
-                    .map(|v| v + add)
+                let range = regs[t.base.index()]
+                    .map(|v| v + t.offset as i64)
                     .filter(|&a| a >= 0)
-                    .map(|a| (a as u64, a as u64 + size as u64));
+                    .map(|a| (a as u64, a as u64 + t.size as u64));
                 sites.push(GmemSite {
                     pc,
-                    store: op == MemOp::St,
+                    store: t.store,
                     range,
                 });
             }
-            _ => {}
         }
     }
     sites

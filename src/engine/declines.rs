@@ -2,13 +2,14 @@
 //!
 //! A compiler that declines a case is not wrong by itself, so one decline is never a finding
 //! unless its numbers are refuted (`bogus-unsupported`). But a compiler that declines *too
-//! many* cases has stopped compiling: a hunt must not pass it. The generator overcommits a
+//! many* cases has stopped compiling: a hunt must not pass it, and cannot give it a verdict
+//! either (`Verdict::NoVerdict`, exit 4, unless there are findings). The generator overcommits a
 //! known share of cases on purpose (`GenConfig::overcommit_ratio`), and a few more do not fit
 //! by themselves (large depthwise cases, say); so the hunt allows, by default,
 //! `overcommit_ratio + DEFAULT_MARGIN` of its cases to be declined (`--max-unsupported R`
 //! sets the share instead). Declined means `unsupported` or `bogus-unsupported`.
 //!
-//! Short hunts are judged with the noise of chance in mind: the hunt fails when the declined
+//! Short hunts are judged with the noise of chance in mind: the hunt does not pass when the declined
 //! count exceeds `R·n` by more than three binomial standard deviations `3·√(n·R·(1−R))`, so a
 //! 20-case hunt is not failed by two unlucky overcommitted cases, while a compiler that
 //! declines everything fails even a 10-case hunt.
@@ -42,7 +43,7 @@ pub struct Declines {
     pub max_share: f64,
     /// The largest declined count that passes for this many cases.
     pub allowed: u64,
-    /// Whether the hunt fails because of its declines.
+    /// Whether the hunt does not pass because of its declines.
     pub exceeded: bool,
     /// Declined cases per reason, with the numbers abstracted (`N needed, N available`).
     pub by_reason: BTreeMap<String, u64>,
@@ -69,7 +70,7 @@ impl Declines {
         }
     }
 
-    /// One sentence on why the hunt fails (when it does).
+    /// One sentence on why the hunt does not pass (when it does not).
     pub fn explanation(&self, cases: u64) -> Option<String> {
         self.exceeded.then(|| {
             format!(

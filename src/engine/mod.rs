@@ -225,21 +225,13 @@ fn summarize<T: Target>(
         max_share,
         swept.decline_reasons.clone(),
     );
-    let mut failures = Vec::new();
-    if !findings.is_empty() {
-        failures.push(format!(
-            "{} finding(s), saved under {FINDINGS_DIR}/",
-            findings.len()
-        ));
-    }
-    failures.extend(declines.explanation(swept.cases_run));
     let secs = swept.elapsed.as_secs_f64();
     let case_timeout = [Stage::Oracle, Stage::Compile, Stage::Run]
         .into_iter()
         .filter_map(|s| target.stage_limit(s))
         .min()
         .unwrap_or(Duration::ZERO);
-    HuntSummary {
+    let mut summary = HuntSummary {
         pimdiff_version: env!("CARGO_PKG_VERSION").to_string(),
         target: target.name().to_string(),
         seed: cfg.seed,
@@ -262,7 +254,7 @@ fn summarize<T: Target>(
         outcomes: swept.counts,
         findings,
         declines,
-        failures,
+        failures: Vec::new(),
         jobs,
         case_timeout_s: case_timeout.as_secs_f64(),
         cases_per_second: if secs > 0.0 {
@@ -275,5 +267,8 @@ fn summarize<T: Target>(
         compiler: target.compiler(),
         generator: target.generator(),
         details: target.summary_details(),
-    }
+        merged_from: Vec::new(),
+    };
+    summary.failures = summary.failure_reasons();
+    summary
 }

@@ -246,8 +246,10 @@ fn save_final<T: Target>(
             )
         }
         (None, Some(early)) if hurry => {
-            // No time to run it again: the directory saved during the sweep is complete.
+            // No time to run it again: the directory saved during the sweep is complete; its
+            // `finding.json` takes the finding's signature (the bucket's may be a symptom).
             pimdiff_atomic::rename_dir(early, &dest)?;
+            resign(&dest, signature)?;
             let size = ctx.target.size(&ctx.case(first.index));
             (MinimizationStats::unminimized(size), String::new(), 0)
         }
@@ -289,5 +291,51 @@ fn save_final<T: Target>(
         suspects,
         minimization: stats,
         detail,
+        found_in: Vec::new(),
     })
+}
+
+/// Gives the finding directory `dir`'s `finding.json` the signature `signature`, atomically
+/// (a directory saved during the sweep under its bucket's signature, filed under its group's).
+fn resign(dir: &std::path::Path, signature: &Signature) -> Result<(), HuntError> {
+    let path = dir.join(crate::finding::FINDING_JSON);
+    let io = |e: &dyn std::fmt::Display| pimdiff_atomic::Error::Io {
+        path: path.clone(),
+        source: std::io::Error::other(e.to_string()),
+    };
+    let bytes =
+        pimdiff_input::read(&path, pimdiff_input::limits::MAX_META_BYTES).map_err(|e| io(&e))?;
+    let mut meta: crate::finding::FindingMeta =
+        serde_json::from_slice(&bytes).map_err(|e| io(&e))?;
+    if meta.signature == signature.to_string() {
+        return Ok(());
+    }
+    let own = crate::finding::FindingMeta::new(signature, String::new());
+    meta.signature = own.signature;
+    meta.signature_detail = own.signature_detail;
+    meta.outcome = own.outcome;
+    pimdiff_atomic::write_file(&path, crate::finding::to_json_text(&meta).as_bytes())?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::finding::{write_finding, FindingMeta};
+
+    #[test]
+    fn a_directory_renamed_into_place_takes_its_findings_signature() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("001-x");
+        let bucket = Signature::new(Kind::Mismatch, "channels all, pixels all, batch all");
+        write_finding(&dir, FindingMeta::new(&bucket, "c".into()), |_, _| Ok(())).unwrap();
+        let cause = Signature::new(Kind::Mismatch, "ld of uninitialised global memory");
+        resign(&dir, &cause).unwrap();
+        let text = std::fs::read_to_string(dir.join("finding.json")).unwrap();
+        let meta: FindingMeta = serde_json::from_str(&text).unwrap();
+        assert_eq!(meta.signature, cause.to_string());
+        assert_eq!(meta.signature_detail, serde_json::to_value(&cause).unwrap());
+        // What replay must observe stays the saved case's own outcome.
+        assert_eq!(meta.expect.to_string(), format!("signature: {bucket}"));
+    }
 }

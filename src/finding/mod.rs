@@ -1,5 +1,6 @@
 //! The finding vocabulary every target speaks: outcome kinds, signatures, what a saved case
-//! must do today, `finding.json`, the one finding writer, and the hunt summary.
+//! must do today, `finding.json`, the one finding writer, the hunt summary, its verdict, and
+//! the merge of several hunts' outputs into one.
 //!
 //! A target turns a run of one case into an outcome [`Kind`] and, for a finding, a
 //! [`Signature`]; the engine counts kinds, deduplicates by signature and writes findings and
@@ -7,9 +8,11 @@
 
 mod expectation;
 mod kind;
+pub mod merge;
 mod meta;
 mod signature;
 pub mod summary;
+mod verdict;
 mod writer;
 
 pub use self::expectation::{Expectation, ExpectationParseError, Observed};
@@ -18,7 +21,8 @@ pub use self::meta::{
     to_json_text, FindingMeta, MinimizationStats, Origin, FINDING_JSON, META_FORMAT,
 };
 pub use self::signature::{abstract_message, BadSignature, Signature};
-pub use self::summary::{render_summary, FindingSummary, HuntSummary};
+pub use self::summary::{render_summary, FindingSummary, FoundIn, HuntSummary, MergedInput};
+pub use self::verdict::{is_unjudged, Verdict, UNJUDGED_KINDS};
 pub use self::writer::{
     final_name, is_provisional_name, provisional_name, relative_dir, slug, write_finding, write_new,
 };

@@ -1,12 +1,15 @@
 //! `summary.json` and `summary.md`: what a hunt of any target did, in one file each.
 //!
 //! One schema for every target, so that `pimdiff merge` can join the shards of any hunt and a
-//! script can read any summary. What only one target reports goes into `details`.
+//! script can read any summary. What only one target reports goes into `details`; what only a
+//! merge of several hunt outputs has (`merged_from`, a finding's `found_in`) is absent from a
+//! single hunt's summary, which therefore reads the same as before merges existed.
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use super::verdict::{is_unjudged, Verdict};
 use super::{Kind, MinimizationStats};
 use crate::engine::declines::Declines;
 use crate::engine::{Shard, SweepEnd};
@@ -39,6 +42,43 @@ pub struct FindingSummary {
     /// One line for people about the finding (the target's words), when it has one.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub detail: String,
+    /// In a merged summary: every hunt output that had this finding, with its own directory
+    /// and count (absent in a single hunt's summary).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub found_in: Vec<FoundIn>,
+}
+
+/// One hunt output's copy of a merged finding.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FoundIn {
+    /// The hunt output directory, as given to `pimdiff merge`.
+    pub input: String,
+    /// The finding's directory there (relative to `input`).
+    pub dir: String,
+    /// That hunt's seed, and the finding's first case index in it.
+    pub seed: u64,
+    pub case_index: u64,
+    /// Failing cases of that hunt the finding stood for.
+    pub occurrences: u64,
+}
+
+/// One hunt a merged summary joins (`summary.json`'s `merged_from`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MergedInput {
+    /// The hunt output directory, as given to `pimdiff merge`.
+    pub input: String,
+    pub seed: u64,
+    pub shard: Shard,
+    pub cases_requested: Option<u64>,
+    pub duration_requested_s: Option<f64>,
+    pub cases_run: u64,
+    /// Its findings, before deduplication.
+    pub findings: usize,
+    pub interrupted: bool,
+    pub compiler: String,
+    pub pimdiff_version: String,
 }
 
 /// `summary.json`: the whole hunt in one file.
@@ -73,7 +113,8 @@ pub struct HuntSummary {
     pub unfinished_cases: Vec<u64>,
     /// The declined cases and the verdict on them.
     pub declines: Declines,
-    /// Why the hunt exits 1, one sentence each (empty: exit 0).
+    /// Why the hunt is not clean, one sentence each: findings (exit 1), or what kept it from
+    /// a verdict (exit 4); empty: exit 0 ([`HuntSummary::failure_reasons`]).
     pub failures: Vec<String>,
     pub jobs: usize,
     /// The longest a case's stage may run before the watchdog abandons it, in seconds (0:
@@ -91,6 +132,68 @@ pub struct HuntSummary {
     /// What only this hunt's target reports (a pipeline mode, say).
     #[serde(default, skip_serializing_if = "serde_json::Value::is_null")]
     pub details: serde_json::Value,
+    /// A merged summary's hunts (`pimdiff merge`), sorted by seed and shard; absent in a
+    /// single hunt's summary. A merge's `seed` and `shard` are its first hunt's.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub merged_from: Vec<MergedInput>,
+}
+
+impl HuntSummary {
+    /// Cases the check could judge: those run, less the declined, unchecked and unfinished
+    /// ones (`Kind`s of [`super::verdict::UNJUDGED_KINDS`]).
+    pub fn judged_cases(&self) -> u64 {
+        let unjudged: u64 = self
+            .outcomes
+            .iter()
+            .filter(|(k, _)| is_unjudged(**k))
+            .map(|(_, n)| n)
+            .sum();
+        self.cases_run.saturating_sub(unjudged)
+    }
+
+    /// What the hunt came to: findings; no verdict when the compiler declined more cases
+    /// than the generator explains or no case could be judged at all; clean otherwise.
+    pub fn verdict(&self) -> Verdict {
+        if !self.findings.is_empty() {
+            Verdict::Findings
+        } else if self.declines.exceeded || self.judged_cases() == 0 {
+            Verdict::NoVerdict
+        } else {
+            Verdict::Clean
+        }
+    }
+
+    /// One sentence on why no case was judged, when none was (and the declines do not
+    /// already say it).
+    pub fn unjudged_explanation(&self) -> Option<String> {
+        if self.judged_cases() > 0 || self.declines.exceeded {
+            return None;
+        }
+        Some(if self.cases_run == 0 {
+            "no case ran, so there is no verdict".to_string()
+        } else {
+            format!(
+                "no case could be judged: all {} cases run were declined or could not be checked",
+                self.cases_run
+            )
+        })
+    }
+
+    /// Why the hunt is not clean, one sentence each (what `failures` holds): findings first,
+    /// then what kept it from a verdict.
+    pub fn failure_reasons(&self) -> Vec<String> {
+        let mut reasons = Vec::new();
+        if !self.findings.is_empty() {
+            reasons.push(format!(
+                "{} finding(s), saved under {}/",
+                self.findings.len(),
+                super::FINDINGS_DIR
+            ));
+        }
+        reasons.extend(self.declines.explanation(self.cases_run));
+        reasons.extend(self.unjudged_explanation());
+        reasons
+    }
 }
 
 fn default_target() -> String {
@@ -101,14 +204,27 @@ fn default_target() -> String {
 pub fn render_summary(s: &HuntSummary) -> String {
     use std::fmt::Write;
     let mut md = String::new();
-    let _ = writeln!(
-        md,
-        "# pimdiff hunt --target {}: seed {}, shard {}",
-        s.target, s.seed, s.shard
-    );
+    if s.merged_from.is_empty() {
+        let _ = writeln!(
+            md,
+            "# pimdiff hunt --target {}: seed {}, shard {}",
+            s.target, s.seed, s.shard
+        );
+    } else {
+        let _ = writeln!(
+            md,
+            "# pimdiff merge --target {}: {} hunt output(s)",
+            s.target,
+            s.merged_from.len()
+        );
+    }
     let _ = writeln!(md);
     if !s.failures.is_empty() {
-        let _ = writeln!(md, "**FAILED**:");
+        let title = match s.verdict() {
+            Verdict::NoVerdict => "NO VERDICT",
+            _ => "FAILED",
+        };
+        let _ = writeln!(md, "**{title}**:");
         for f in &s.failures {
             let _ = writeln!(md, "- {f}");
         }
@@ -156,10 +272,35 @@ pub fn render_summary(s: &HuntSummary) -> String {
         );
     }
     let _ = writeln!(md);
+    merged_section(&mut md, s);
     outcomes_section(&mut md, s);
     declines_section(&mut md, s);
     findings_section(&mut md, s);
     md
+}
+
+/// A merged summary's hunts, one row each.
+fn merged_section(md: &mut String, s: &HuntSummary) {
+    use std::fmt::Write;
+    if s.merged_from.is_empty() {
+        return;
+    }
+    let _ = writeln!(md, "## Merged from\n");
+    let _ = writeln!(md, "| hunt output | seed | shard | cases run | findings |");
+    let _ = writeln!(md, "|---|---|---|---|---|");
+    for m in &s.merged_from {
+        let _ = writeln!(
+            md,
+            "| `{}` | {} | {} | {}{} | {} |",
+            m.input.replace('|', "\\|"),
+            m.seed,
+            m.shard,
+            m.cases_run,
+            if m.interrupted { " (interrupted)" } else { "" },
+            m.findings
+        );
+    }
+    let _ = writeln!(md);
 }
 
 fn outcomes_section(md: &mut String, s: &HuntSummary) {
@@ -245,7 +386,18 @@ fn findings_section(md: &mut String, s: &HuntSummary) {
     for f in s.findings.iter().filter(|f| !f.detail.is_empty()) {
         let _ = writeln!(md, "- `{}`: {}", f.dir, f.detail);
     }
-    if s.findings.iter().any(|f| !f.detail.is_empty()) {
+    for f in s.findings.iter().filter(|f| !f.found_in.is_empty()) {
+        let places: Vec<String> = f
+            .found_in
+            .iter()
+            .map(|p| format!("`{}/{}` ({})", p.input, p.dir, p.occurrences))
+            .collect();
+        let _ = writeln!(md, "- `{}` found in {}", f.dir, places.join(", "));
+    }
+    if s.findings
+        .iter()
+        .any(|f| !f.detail.is_empty() || !f.found_in.is_empty())
+    {
         let _ = writeln!(md);
     }
     let _ = writeln!(md, "Reproduce one with `pimdiff repro OUT/findings/<dir>`.");

@@ -32,6 +32,11 @@ pub(crate) enum Effect {
     Repaired,
     /// `fixed` of the `of` differing elements became right; none went wrong.
     Improved { fixed: usize, of: usize },
+    /// No element became right and none went wrong, but the wrong elements moved closer to
+    /// the oracle's (their absolute errors shrank by `gain` in all). Too weak to name a
+    /// suspect; a candidate part of a joint repair, where one bug at several sites adds up in
+    /// the same elements (see `localize`).
+    Closer { gain: u64 },
     /// Anything else.
     Nothing,
 }
@@ -81,6 +86,10 @@ pub(crate) fn judge_bundle(failure: &Failure, work: &Bundle, cfg: &RunConfig) ->
         ),
         None => Effect::Nothing,
     };
+    if let Effect::Closer { .. } = effect {
+        // Only a joint repair can use it, and that is judged on the probes itself.
+        return effect;
+    }
     for p in &failure.probes {
         if effect == Effect::Nothing {
             break;
@@ -179,6 +188,7 @@ fn judge(
         return Effect::Nothing;
     }
     let (mut fixed, mut of) = (0, 0);
+    let (mut error_before, mut error_after) = (0u64, 0u64);
     for ((o, b), a) in oracle.iter().zip(b.iter()).zip(a.iter()) {
         let was_right = o == b;
         let is_right = o == a;
@@ -190,10 +200,16 @@ fn judge(
             if is_right {
                 fixed += 1;
             }
+            error_before += (i64::from(*o) - i64::from(*b)).unsigned_abs();
+            error_after += (i64::from(*o) - i64::from(*a)).unsigned_abs();
         }
     }
     if fixed > 0 {
         Effect::Improved { fixed, of }
+    } else if error_after < error_before {
+        Effect::Closer {
+            gain: error_before - error_after,
+        }
     } else {
         Effect::Nothing
     }

@@ -7,7 +7,9 @@
 //! recompilation is involved: only the bundle changes, so this works for any compiler.
 //!
 //! The search is deterministic: opcode-wide edits first (bugs that corrupt every instruction
-//! of one kind), then every single-site edit in program order, until the run budget is spent.
+//! of one kind), then every single-site edit in program order, until the run budget is spent;
+//! then, when no edit repairs but some help, the same kind of edit at several sites together
+//! (a systematic bug, `joint`).
 //! The *best repair* is the most direct one (see `Tweak::rank`), single sites before
 //! opcode-wide edits, earliest first.
 
@@ -78,6 +80,9 @@ pub(crate) struct Localization {
     /// A nearby specification whose oracle output the wrong output is (see `variants`); only
     /// for a wrong output, on every probe.
     pub variant: Option<super::variants::Variant>,
+    /// Single-site edits that moved the wrong output closer without fixing an element
+    /// (`Effect::Closer`): candidates of a joint repair only, never suspects.
+    pub closer: Vec<Found>,
 }
 
 impl Localization {
@@ -176,13 +181,24 @@ pub(crate) fn localize(
         let effect = try_edit(failure, &mut work, &edit, cfg);
         if effect != Effect::Nothing {
             let fixes = fix_texts(&program.cores, &edit);
-            loc.found.push(Found {
+            let found = Found {
                 edit,
                 effect,
                 fixes,
                 order,
-            });
+            };
+            match effect {
+                Effect::Closer { .. } => loc.closer.push(found),
+                _ => loc.found.push(found),
+            }
         }
+    }
+    let stopped =
+        || limits.deadline.is_some_and(|d| Instant::now() >= d) || cancel.load(Ordering::Relaxed);
+    if loc.repairs().next().is_none() && !stopped() {
+        let (found, runs) = super::joint::joint_repair(failure, &mut work, &loc, cfg, &stopped);
+        loc.runs += runs;
+        loc.found.extend(found);
     }
     if loc.repairs().next().is_none() && !loc.cut_short {
         let left = Limits {
@@ -198,7 +214,7 @@ pub(crate) fn localize(
 }
 
 /// The operand text of `edit` at each of its sites.
-fn fix_texts(cores: &[Vec<Inst>], edit: &Edit) -> Vec<String> {
+pub(crate) fn fix_texts(cores: &[Vec<Inst>], edit: &Edit) -> Vec<String> {
     edit.sites
         .iter()
         .enumerate()
@@ -216,7 +232,12 @@ fn fix_texts(cores: &[Vec<Inst>], edit: &Edit) -> Vec<String> {
 /// Applies `edit` to `work`, reruns it, judges the effect and restores `work`. A repair must
 /// also be right on every probe input, an improvement must not make any probe element wrong
 /// that the unedited program got right.
-fn try_edit(failure: &Failure, work: &mut Bundle, edit: &Edit, cfg: &RunConfig) -> Effect {
+pub(crate) fn try_edit(
+    failure: &Failure,
+    work: &mut Bundle,
+    edit: &Edit,
+    cfg: &RunConfig,
+) -> Effect {
     let saved = apply_edit(&mut work.program.cores, edit);
     let effect = judge_bundle(failure, work, cfg);
     undo(&mut work.program.cores, edit, saved);
@@ -224,7 +245,7 @@ fn try_edit(failure: &Failure, work: &mut Bundle, edit: &Edit, cfg: &RunConfig) 
 }
 
 /// Array group numbers per core: the crossbar export's, or the `array_group_map`'s indices.
-fn group_numbers(bundle: &Bundle) -> Vec<Vec<u32>> {
+pub(crate) fn group_numbers(bundle: &Bundle) -> Vec<Vec<u32>> {
     let cores = bundle.program.cores.len();
     (0..cores)
         .map(|c| {
@@ -272,7 +293,7 @@ pub(crate) fn rule_helps(
         .any(|edit| match try_edit(failure, &mut work, edit, cfg) {
             Effect::Repaired => true,
             Effect::Improved { .. } => want != Effect::Repaired,
-            Effect::Nothing => false,
+            Effect::Closer { .. } | Effect::Nothing => false,
         })
 }
 

@@ -31,6 +31,7 @@
 mod cause;
 mod crossbar_repairs;
 pub mod dossier;
+mod joint;
 mod judge;
 mod localize;
 mod machine;
@@ -41,6 +42,7 @@ mod values;
 mod variants;
 
 use std::sync::atomic::AtomicBool;
+use std::time::Instant;
 
 use pimdiff_isa::machine::RunOutcome;
 use pimdiff_oracle::Case;
@@ -277,7 +279,7 @@ pub fn triage_with(
     let input_matters = values::input_matters(failure.oracle, &failure.probes);
     let options = ShrinkOptions {
         max_steps: usize::try_from(budget.max_runs / 2).unwrap_or(usize::MAX),
-        deadline: budget.deadline,
+        deadline: shrink_deadline(budget),
         resume: true,
     };
     let shrink = |keep_shape: Option<&Signature>| {
@@ -346,6 +348,16 @@ pub fn triage_with(
         also: done.cause.also,
         suspects: done.suspects,
     }
+}
+
+/// Minimization ends by this instant, so that half of what is left of the budget's time stays
+/// for localizing the result: a slow compiler would otherwise spend all of it on candidates,
+/// and a case cut short that is not localized signs with its symptom.
+fn shrink_deadline(budget: &Budget) -> Option<Instant> {
+    let now = Instant::now();
+    budget
+        .deadline
+        .map(|d| now + d.saturating_duration_since(now) / 2)
 }
 
 /// A minimized case, checked and localized.

@@ -847,9 +847,9 @@ pub(crate) fn apply_edit(cores: &mut [Vec<Inst>], edit: &Edit) -> Vec<(u32, u32,
         }
         return saved;
     }
-    for &(c, pc) in &edit.sites {
+    for (i, &(c, pc)) in edit.sites.iter().enumerate() {
         let slot = &mut cores[c as usize][pc as usize];
-        if let Some(new) = apply(slot, edit.tweak) {
+        if let Some(new) = apply(slot, edit.tweak_at(i)) {
             saved.push((c, pc, *slot));
             *slot = new;
         }

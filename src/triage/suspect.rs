@@ -113,6 +113,14 @@ fn found_suspects(f: &Found, cores: &[Vec<Inst>]) -> Vec<Suspect> {
                     f.edit.opcode.mnemonic(),
                     f.edit.sites.len()
                 )
+            } else if f.edit.sites.len() > 1 {
+                // A joint repair: one kind of edit at several sites (a systematic bug).
+                format!(
+                    "with `{fix}` here and its `{}` fixed the same way at the other {} site(s) \
+                     listed, {what} (each alone fixes only part: one bug at every site)",
+                    f.edit.tweak.field(),
+                    f.edit.sites.len() - 1
+                )
             } else {
                 format!("with `{fix}`, {what}")
             };

@@ -10,7 +10,6 @@
 //! ever holds zeros.
 
 use pimdiff_isa::bundle::Bundle;
-use pimdiff_isa::inst::{MemOp, ScalarImmOp, ScalarOp};
 use pimdiff_isa::Inst;
 
 /// A `[start, end)` global memory range.
@@ -31,10 +30,11 @@ pub(crate) fn uninitialised_loads(bundle: &Bundle) -> Vec<(u32, u32, Range)> {
     );
     let mut loads = Vec::new();
     for (c, insts) in bundle.program.cores.iter().enumerate() {
-        for (pc, inst, range) in transfers(insts) {
-            match inst {
-                Inst::Mem { op: MemOp::St, .. } => written.push(range),
-                _ => loads.push((c as u32, pc as u32, range)),
+        for (pc, store, range) in transfers(insts) {
+            if store {
+                written.push(range);
+            } else {
+                loads.push((c as u32, pc as u32, range));
             }
         }
     }
@@ -44,8 +44,8 @@ pub(crate) fn uninitialised_loads(bundle: &Bundle) -> Vec<(u32, u32, Range)> {
         .collect()
 }
 
-/// The `ld`s and `st`s of one core whose global range is known, with that range.
-fn transfers(insts: &[Inst]) -> Vec<(usize, Inst, Range)> {
+/// The `ld`s and `st`s of one core whose global range is known: `(pc, is a store, range)`.
+fn transfers(insts: &[Inst]) -> Vec<(usize, bool, Range)> {
     let mut regs: [Option<i64>; 32] = [None; 32];
     let mut out = Vec::new();
     for (pc, inst) in insts.iter().enumerate() {
@@ -53,51 +53,28 @@ fn transfers(insts: &[Inst]) -> Vec<(usize, Inst, Range)> {
             Inst::Sldi { rd, imm } => regs[rd.index()] = Some(imm as i64),
             Inst::Scalar { op, rd, rs1, rs2 } => {
                 regs[rd.index()] = match (regs[rs1.index()], regs[rs2.index()]) {
-                    (Some(a), Some(b)) => Some(wrap(match op {
-                        ScalarOp::Add => a.wrapping_add(b),
-                        ScalarOp::Sub => a.wrapping_sub(b),
-                        ScalarOp::Mul => a.wrapping_mul(b),
-                    })),
+                    (Some(a), Some(b)) => Some(op.apply(a as i32, b as i32) as i64),
                     _ => None,
                 }
             }
             Inst::ScalarImm { op, rd, rs1, imm } => {
-                regs[rd.index()] = regs[rs1.index()].map(|a| {
-                    wrap(match op {
-                        ScalarImmOp::Add => a.wrapping_add(imm as i64),
-                        ScalarImmOp::Mul => a.wrapping_mul(imm as i64),
-                    })
-                })
+                regs[rd.index()] = regs[rs1.index()].map(|a| op.apply(a as i32, imm) as i64)
             }
             Inst::Sld { rd, .. } => regs[rd.index()] = None,
-            Inst::Mem {
-                op: op @ (MemOp::Ld | MemOp::St),
-                rd,
-                rs1,
-                size,
-                offset,
-            } if size > 0 => {
-                // The global side: `rs1` of a load, `rd` of a store.
-                let (reg, applies) = match op {
-                    MemOp::Ld => (rs1, offset.applies_to_rs1()),
-                    _ => (rd, offset.applies_to_rd()),
+            _ => {
+                let Some(t) = inst.gmem_transfer().filter(|t| t.size > 0) else {
+                    continue;
                 };
-                if let Some(v) = regs[reg.index()] {
-                    let start = (v as u32) as i64 + if applies { offset.value as i64 } else { 0 };
+                if let Some(v) = regs[t.base.index()] {
+                    let start = (v as u32) as i64 + t.offset as i64;
                     if start >= 0 {
-                        out.push((pc, *inst, (start as u64, start as u64 + size as u64)));
+                        out.push((pc, t.store, (start as u64, start as u64 + t.size as u64)));
                     }
                 }
             }
-            _ => {}
         }
     }
     out
-}
-
-/// A 64-bit intermediate as the 32-bit register value it becomes.
-fn wrap(v: i64) -> i64 {
-    v as i32 as i64
 }
 
 #[cfg(test)]

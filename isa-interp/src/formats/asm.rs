@@ -58,7 +58,7 @@ use super::problem::FieldProblem;
 pub use super::error::{AsmError, AsmErrorKind};
 
 macro_rules! print_ops {
-    ($( $op:ident $mn:literal [$($alias:literal),*] $cat:ident $variant:ident
+    ($( $op:ident $mn:literal [$($alias:literal),*] $cat:ident $(($rank:literal))? $variant:ident
         [$($sub:ident : $subv:path)?] { $($field:ident : $kind:ident ($($key:ident)?)),* } ;)*) => {
         /// The mnemonic, then each operand in the table's order, spelled as its kind says.
         impl fmt::Display for Inst {

@@ -117,7 +117,7 @@ pub(crate) fn decode(raw: &RawInst) -> Result<Inst, DecodeError> {
 }
 
 macro_rules! decode_ops {
-    ($( $op:ident $mn:literal [$($alias:literal),*] $cat:ident $variant:ident
+    ($( $op:ident $mn:literal [$($alias:literal),*] $cat:ident $(($rank:literal))? $variant:ident
         [$($sub:ident : $subv:path)?] { $($field:ident : $kind:ident ($($key:ident)?)),* } ;)*) => {
         /// The instruction `op` with its operands read from `raw`, in the table's order (so the
         /// first bad operand in that order is the one reported).

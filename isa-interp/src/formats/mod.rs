@@ -39,6 +39,7 @@ pub use config::MAX_CORES;
 pub use dir::{read_program_dir, write_program_dir};
 pub use error::{CoreKeyProblem, FieldProblem, InstError, LoadError, LoadErrorKind};
 pub use json::{read_json, write_json};
+pub use operand::size_key;
 
 /// Load a program from `path`: a directory (pimsim-nn's directory form), or a file holding
 /// JSON or our assembly text, either of them possibly gzip-compressed. Gzip is detected by its

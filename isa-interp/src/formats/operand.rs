@@ -206,7 +206,7 @@ impl Operand {
 }
 
 macro_rules! operand_lists {
-    ($( $op:ident $mn:literal [$($alias:literal),*] $cat:ident $variant:ident
+    ($( $op:ident $mn:literal [$($alias:literal),*] $cat:ident $(($rank:literal))? $variant:ident
         [$($sub:ident : $subv:path)?] { $($field:ident : $kind:ident ($($key:ident)?)),* } ;)*) => {
         /// The operands of `op`, in the table's order.
         pub(crate) fn operands(op: Opcode) -> &'static [Operand] {
@@ -220,3 +220,29 @@ macro_rules! operand_lists {
     };
 }
 for_each_inst!(operand_lists);
+
+/// The JSON key PIMSim's format gives `op`'s byte count (`size`, or `len` for `lldi` and
+/// `lmv`), `None` for an opcode without one. Reports that name an operand use it.
+pub fn size_key(op: Opcode) -> Option<&'static str> {
+    operands(op)
+        .iter()
+        .find(|o| o.kind == Kind::Bytes)
+        .map(|o| o.field.name())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn size_keys_are_the_json_keys_of_the_byte_counts() {
+        let key = |op: &str| size_key(Opcode::from_mnemonic(op).unwrap());
+        assert_eq!(key("ld"), Some("size"));
+        assert_eq!(key("send"), Some("size"));
+        assert_eq!(key("lmv"), Some("len"));
+        assert_eq!(key("lldi"), Some("len"));
+        // A vector length counts elements, not bytes.
+        assert_eq!(key("vvadd"), None);
+        assert_eq!(key("nop"), None);
+    }
+}

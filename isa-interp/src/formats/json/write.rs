@@ -48,7 +48,7 @@ pub fn write_inst<W: Write + ?Sized>(inst: &Inst, w: &mut W) -> io::Result<()> {
 }
 
 macro_rules! write_ops {
-    ($( $op:ident $mn:literal [$($alias:literal),*] $cat:ident $variant:ident
+    ($( $op:ident $mn:literal [$($alias:literal),*] $cat:ident $(($rank:literal))? $variant:ident
         [$($sub:ident : $subv:path)?] { $($field:ident : $kind:ident ($($key:ident)?)),* } ;)*) => {
         fn write_operands<W: Write + ?Sized>(inst: &Inst, w: &mut W) -> io::Result<()> {
             match *inst {

@@ -10,7 +10,8 @@
 //! Register values are followed through `sldi` and the scalar arithmetic ops; a register
 //! loaded by `sld` is unknown and its operands are not compared.
 
-use pimdiff_isa::inst::{BinVecOp, MemOp, Offset, ScalarImmOp, ScalarOp, UnVecOp};
+use pimdiff_isa::formats::size_key;
+use pimdiff_isa::inst::Offset;
 use pimdiff_isa::{Inst, Program};
 
 use super::error::PimcompError;
@@ -145,25 +146,17 @@ fn align_core(
 
 /// Follows register values; true for instructions that only set registers or widths.
 fn track_scalar(inst: &Inst, regs: &mut [Option<i64>; 32]) -> bool {
-    let w = |v: i64| Some(v as i32 as i64);
     match *inst {
         Inst::Sldi { rd, imm } => regs[rd.index()] = Some(imm as i64),
         Inst::Sld { rd, .. } => regs[rd.index()] = None,
         Inst::Scalar { op, rd, rs1, rs2 } => {
             regs[rd.index()] = match (regs[rs1.index()], regs[rs2.index()]) {
-                (Some(a), Some(b)) => match op {
-                    ScalarOp::Add => w(a.wrapping_add(b)),
-                    ScalarOp::Sub => w(a.wrapping_sub(b)),
-                    ScalarOp::Mul => w(a.wrapping_mul(b)),
-                },
+                (Some(a), Some(b)) => Some(op.apply(a as i32, b as i32) as i64),
                 _ => None,
             }
         }
         Inst::ScalarImm { op, rd, rs1, imm } => {
-            regs[rd.index()] = regs[rs1.index()].and_then(|a| match op {
-                ScalarImmOp::Add => w(a.wrapping_add(imm as i64)),
-                ScalarImmOp::Mul => w(a.wrapping_mul(imm as i64)),
-            })
+            regs[rd.index()] = regs[rs1.index()].map(|a| op.apply(a as i32, imm) as i64)
         }
         Inst::Setbw { .. } | Inst::Nop => {}
         _ => return false,
@@ -173,17 +166,21 @@ fn track_scalar(inst: &Inst, regs: &mut [Option<i64>; 32]) -> bool {
 
 type Check = (&'static str, Option<i64>, i64);
 
-/// The operand pairs to compare, or `None` when the opcodes do not correspond.
+/// The operand pairs to compare, or `None` when the opcodes do not correspond (the table's
+/// op is not emitted as the instruction's opcode, or is one whose operands are not compared).
 fn operands(
     inst: &Inst,
     t: &TInst,
     regs: &[Option<i64>; 32],
     ags: &[AgInfo],
 ) -> Option<Vec<Check>> {
+    if t.opcode != Some(inst.opcode()) {
+        return None;
+    }
     let o = Operands { t, regs };
     match *inst {
         Inst::Mem { .. } => o.memory(inst),
-        Inst::Mvmul { rd, rs1, group, .. } if t.op == TOp::Mvmul => {
+        Inst::Mvmul { rd, rs1, group, .. } => {
             let ag = ags.get(usize::try_from(t.peer).ok()?)?;
             Some(vec![
                 ("destination", o.reg(rd, 0), o.dst()),
@@ -232,25 +229,29 @@ impl Operands<'_> {
         a.max(0) as i64 + o as i64
     }
 
-    /// `ld`, `st` and `lmv`.
+    /// `ld`, `st` and `lmv`: the global side of a load or a store is clamped.
     fn memory(&self, inst: &Inst) -> Option<Vec<Check>> {
         let Inst::Mem {
-            op,
             rd,
             rs1,
             size,
             offset,
+            ..
         } = *inst
         else {
             return None;
         };
         let t = self.t;
-        let (dst, src, size_name) = match (op, t.op) {
-            (MemOp::Ld, TOp::Ld) => (self.dst(), Self::clamped(t.src1, t.src1_off), "size"),
-            (MemOp::St, TOp::St) => (Self::clamped(t.dst, t.dst_off), self.src1(), "size"),
-            (MemOp::Lmv, TOp::Lmv) => (self.dst(), self.src1(), "len"),
-            _ => return None,
+        let store = inst.gmem_transfer().map(|g| g.store);
+        let dst = match store {
+            Some(true) => Self::clamped(t.dst, t.dst_off),
+            _ => self.dst(),
         };
+        let src = match store {
+            Some(false) => Self::clamped(t.src1, t.src1_off),
+            _ => self.src1(),
+        };
+        let size_name = size_key(inst.opcode())?;
         Some(vec![
             ("destination", self.reg(rd, Self::sel(offset, 1)), dst),
             ("source", self.reg(rs1, Self::sel(offset, 2)), src),
@@ -264,61 +265,41 @@ impl Operands<'_> {
         let len = t.len as i64;
         match *inst {
             Inst::BinVec {
-                op,
                 rd,
                 rs1,
                 rs2,
                 len: l,
                 offset,
-            } => {
-                let want = match op {
-                    BinVecOp::Vvadd => TOp::Vvadd,
-                    BinVecOp::Vvsub => TOp::Vvsub,
-                    BinVecOp::Vvmul => TOp::Vvmul,
-                    BinVecOp::Vvmax => TOp::Vvmax,
-                    _ => return None,
-                };
-                (want == t.op).then(|| {
-                    vec![
-                        (
-                            "destination",
-                            self.reg(rd, Self::sel(offset, 1)),
-                            self.dst(),
-                        ),
-                        ("source 1", self.reg(rs1, Self::sel(offset, 2)), self.src1()),
-                        (
-                            "source 2",
-                            self.reg(rs2, Self::sel(offset, 4)),
-                            t.src2 as i64 + t.src2_off as i64,
-                        ),
-                        ("len", Some(l as i64), len),
-                    ]
-                })
-            }
+                ..
+            } => Some(vec![
+                (
+                    "destination",
+                    self.reg(rd, Self::sel(offset, 1)),
+                    self.dst(),
+                ),
+                ("source 1", self.reg(rs1, Self::sel(offset, 2)), self.src1()),
+                (
+                    "source 2",
+                    self.reg(rs2, Self::sel(offset, 4)),
+                    t.src2 as i64 + t.src2_off as i64,
+                ),
+                ("len", Some(l as i64), len),
+            ]),
             Inst::UnVec {
-                op,
                 rd,
                 rs1,
                 len: l,
                 offset,
-            } => {
-                let want = match op {
-                    UnVecOp::Vrelu => TOp::Vrelu,
-                    UnVecOp::Vtanh => TOp::Vtanh,
-                    UnVecOp::Vsigm => TOp::Vsigm,
-                };
-                (want == t.op).then(|| {
-                    vec![
-                        (
-                            "destination",
-                            self.reg(rd, Self::sel(offset, 1)),
-                            self.dst(),
-                        ),
-                        ("source", self.reg(rs1, Self::sel(offset, 2)), self.src1()),
-                        ("len", Some(l as i64), len),
-                    ]
-                })
-            }
+                ..
+            } => Some(vec![
+                (
+                    "destination",
+                    self.reg(rd, Self::sel(offset, 1)),
+                    self.dst(),
+                ),
+                ("source", self.reg(rs1, Self::sel(offset, 2)), self.src1()),
+                ("len", Some(l as i64), len),
+            ]),
             _ => None,
         }
     }
@@ -327,17 +308,14 @@ impl Operands<'_> {
     fn immediate_or_message(&self, inst: &Inst) -> Option<Vec<Check>> {
         let t = self.t;
         let len = t.len as i64;
-        Some(match (*inst, t.op) {
-            (
-                Inst::Lldi {
-                    rd,
-                    imm,
-                    size,
-                    offset,
-                    ..
-                },
-                TOp::Lldi,
-            ) => vec![
+        Some(match *inst {
+            Inst::Lldi {
+                rd,
+                imm,
+                size,
+                offset,
+                ..
+            } => vec![
                 ("destination", self.reg(rd, offset as i64), self.dst()),
                 ("len", Some(size as i64), len),
                 (
@@ -346,28 +324,22 @@ impl Operands<'_> {
                     t.imm.trunc().clamp(-128.0, 255.0) as i64 as i8 as i64,
                 ),
             ],
-            (
-                Inst::Send {
-                    rs1,
-                    core,
-                    size,
-                    offset,
-                },
-                TOp::Send,
-            ) => vec![
+            Inst::Send {
+                rs1,
+                core,
+                size,
+                offset,
+            } => vec![
                 ("source", self.reg(rs1, offset as i64), t.src1 as i64),
                 ("core", Some(core as i64), t.peer as i64),
                 ("size", Some(size as i64), len),
             ],
-            (
-                Inst::Recv {
-                    rd,
-                    core,
-                    size,
-                    offset,
-                },
-                TOp::Recv,
-            ) => vec![
+            Inst::Recv {
+                rd,
+                core,
+                size,
+                offset,
+            } => vec![
                 ("destination", self.reg(rd, offset as i64), t.dst as i64),
                 ("core", Some(core as i64), t.peer as i64),
                 ("size", Some(size as i64), len),

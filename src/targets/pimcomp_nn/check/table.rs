@@ -9,6 +9,7 @@
 use std::path::Path;
 
 use pimdiff_input::limits::MAX_TABLE_BYTES;
+use pimdiff_isa::Opcode;
 
 use serde::Deserialize;
 
@@ -128,6 +129,13 @@ pub enum TOp {
 }
 
 impl TOp {
+    /// The PIMSim opcode PIMCOMP-NN emits for this IR op, by name: PIMCOMP-NN names the ops
+    /// after the instructions, so the lowercased name is a mnemonic or an alias of the
+    /// instruction table (`VSUB` is `vvsub`). `None` for `VER`, which is only in the table.
+    pub fn opcode(self) -> Option<Opcode> {
+        Opcode::from_mnemonic(&self.name().to_ascii_lowercase())
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             TOp::Ld => "LD",
@@ -169,6 +177,8 @@ pub enum Stage {
 #[serde(try_from = "RawInst")]
 pub struct TInst {
     pub op: TOp,
+    /// `op.opcode()`, looked up once when the table is read.
+    pub opcode: Option<Opcode>,
     pub stage: Stage,
     pub node: i32,
     pub dst: i32,
@@ -239,6 +249,7 @@ impl TryFrom<RawInst> for TInst {
         };
         Ok(TInst {
             op: r.operation,
+            opcode: r.operation.opcode(),
             stage: r.stage,
             node: small("node_index", r.node_index)?,
             dst: small("destination_address", r.destination_address)?,
@@ -265,4 +276,35 @@ pub fn read_table(path: &Path) -> Result<SideTable, PimcompError> {
         path: path.to_path_buf(),
         message: e.to_string(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_ir_op_but_ver_is_a_pimsim_opcode_by_name() {
+        let ops = [
+            (TOp::Ld, Some(Opcode::Ld)),
+            (TOp::St, Some(Opcode::St)),
+            (TOp::Lmv, Some(Opcode::Lmv)),
+            (TOp::Mvmul, Some(Opcode::Mvmul)),
+            (TOp::Vvadd, Some(Opcode::Vvadd)),
+            (TOp::Vvsub, Some(Opcode::Vvsub)),
+            (TOp::Vvmul, Some(Opcode::Vvmul)),
+            (TOp::Vvmax, Some(Opcode::Vvmax)),
+            (TOp::Vrelu, Some(Opcode::Vrelu)),
+            (TOp::Vtanh, Some(Opcode::Vtanh)),
+            (TOp::Vsigm, Some(Opcode::Vsigm)),
+            (TOp::Lldi, Some(Opcode::Lldi)),
+            (TOp::Send, Some(Opcode::Send)),
+            (TOp::Recv, Some(Opcode::Recv)),
+            (TOp::Ver, None),
+        ];
+        for (op, opcode) in ops {
+            assert_eq!(op.opcode(), opcode, "{}", op.name());
+        }
+        let inst: TInst = serde_json::from_str(r#"{"operation": "VVSUB"}"#).unwrap();
+        assert_eq!((inst.op, inst.opcode), (TOp::Vvsub, Some(Opcode::Vvsub)));
+    }
 }

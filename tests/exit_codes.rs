@@ -1,0 +1,677 @@
+//! The exit-code contract (`pimdiff::cli::exit_codes`), enforced: one table of (command line,
+//! expected code) runs the real binary for every subcommand in every situation that applies —
+//! success, finding, bad flag, missing file, malformed file, `compile`'s unsupported, and
+//! could-not-judge — and every code the table expects of a command must be listed in that
+//! command's `--help`, which must also carry an example. A subcommand without rows fails the
+//! test, so a new command cannot skip the contract.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn repo() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn pimdiff<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_pimdiff"))
+        .args(args)
+        .current_dir(repo())
+        .output()
+        .expect("spawn pimdiff")
+}
+
+/// One row: a command line and the code it must exit with.
+struct Row {
+    /// The subcommand (empty for the bare binary).
+    command: &'static str,
+    /// What situation the row is (for failure messages).
+    situation: &'static str,
+    args: Vec<String>,
+    code: i32,
+}
+
+/// The inputs the rows read, made once by the binary itself.
+struct Fixture {
+    _tmp: tempfile::TempDir,
+    t: PathBuf,
+}
+
+/// Two cores exchanging four bytes: finishes in 7 steps.
+const PING: &str = ".cores 2\ncore 0:\n    sldi r1, imm=0\n    lldi r1, imm=42, size=4\n    \
+                    send r1, core=1, size=4\ncore 1:\n    sldi r2, imm=8\n    recv r2, core=0, \
+                    size=4\n    sldi r3, imm=16\n    st r3, r2, size=4\n";
+/// A store past the end of a 1 KiB local memory: a fault.
+const OOB: &str = ".cores 1\ncore 0:\n    sldi r1, imm=1020\n    lldi r1, imm=1, size=8\n";
+
+impl Fixture {
+    fn new() -> Fixture {
+        let tmp = tempfile::tempdir().unwrap();
+        let t = tmp.path().to_path_buf();
+        let ok = |args: &[&str]| {
+            let o = pimdiff(args);
+            assert_eq!(o.status.code(), Some(0), "{args:?}: {o:?}");
+        };
+        let p = |name: &str| t.join(name).to_str().unwrap().to_string();
+        ok(&["new-case", "--op", "conv2d", "--expected", &p("case")]);
+        ok(&[
+            "new-case",
+            "--op",
+            "conv2d",
+            "--expected",
+            "--seed",
+            "9",
+            &p("case2"),
+        ]);
+        copy_dir(&t.join("case"), &t.join("case-wrong"));
+        std::fs::copy(
+            t.join("case2/expected.npy"),
+            t.join("case-wrong/expected.npy"),
+        )
+        .unwrap();
+        copy_dir(&t.join("case"), &t.join("case-export"));
+        std::fs::create_dir_all(t.join("bad-case")).unwrap();
+        std::fs::write(t.join("bad-case/case.json"), "{ not json").unwrap();
+        std::fs::create_dir_all(t.join("bad-summary")).unwrap();
+        std::fs::write(t.join("bad-summary/summary.json"), "{\"seed\": ").unwrap();
+        std::fs::write(t.join("ping.s"), PING).unwrap();
+        std::fs::write(t.join("oob.s"), OOB).unwrap();
+        std::fs::write(t.join("garbage.txt"), "this is not a program\n").unwrap();
+        std::fs::write(t.join("empty.bin"), b"").unwrap();
+        ok(&["compile", &p("case"), "-o", &p("bundle")]);
+        copy_dir(
+            &repo().join("corpus/features/conv-bias"),
+            &t.join("replay-bug/conv-bias"),
+        );
+        Fixture { _tmp: tmp, t }
+    }
+
+    /// A path under the fixture's directory.
+    fn p(&self, name: &str) -> String {
+        self.t.join(name).to_str().unwrap().to_string()
+    }
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap() {
+        let e = e.unwrap();
+        if e.file_type().unwrap().is_file() {
+            std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+        }
+    }
+}
+
+/// An external compiler that declines every case (exit 3).
+fn declining() -> String {
+    format!(
+        "sh '{}' plain",
+        repo()
+            .join("tests/fixtures/declining_compiler.sh")
+            .display()
+    )
+}
+
+fn fake_pimcomp(name: &str) -> String {
+    repo()
+        .join("tests/fixtures/pimcomp-fake")
+        .join(name)
+        .to_str()
+        .unwrap()
+        .to_string()
+}
+
+fn fuzz_seed(name: &str) -> String {
+    format!("fuzz/corpus/conv_lowering/{name}")
+}
+
+/// A row, with `args` after the subcommand.
+fn row(command: &'static str, situation: &'static str, args: &[&str], code: i32) -> Row {
+    let mut all: Vec<String> = Vec::new();
+    if !command.is_empty() {
+        all.push(command.to_string());
+    }
+    all.extend(args.iter().map(|a| a.to_string()));
+    Row {
+        command,
+        situation,
+        args: all,
+        code,
+    }
+}
+
+/// Rows that need nothing but the fixture (hunts among them, whose outputs the second table
+/// merges).
+fn first_rows(f: &Fixture) -> Vec<Row> {
+    let p = |n: &str| f.p(n);
+    let decline = declining();
+    let hunt = |out: &str, extra: &[&str]| {
+        let mut a = vec![
+            "--cases".to_string(),
+            "8".into(),
+            "--jobs".into(),
+            "1".into(),
+            "--quiet".into(),
+            "--minimize-time".into(),
+            "1s".into(),
+            "--out".into(),
+            p(out),
+        ];
+        a.extend(extra.iter().map(|s| s.to_string()));
+        a
+    };
+    let hunt_row = |situation, out: &str, extra: &[&str], code| {
+        let a = hunt(out, extra);
+        let refs: Vec<&str> = a.iter().map(String::as_str).collect();
+        row("hunt", situation, &refs, code)
+    };
+    let mut rows = vec![
+        row("", "help", &["--help"], 0),
+        row("", "version", &["--version"], 0),
+        row("", "no subcommand", &[], 2),
+        row("", "unknown subcommand", &["frobnicate"], 2),
+        // run
+        row("run", "finished", &[&p("ping.s")], 0),
+        row(
+            "run",
+            "fault",
+            &[&p("oob.s"), "--local-memory-bytes", "1024"],
+            1,
+        ),
+        row(
+            "run",
+            "step budget spent",
+            &[&p("ping.s"), "--step-budget", "2"],
+            4,
+        ),
+        row("run", "bad flag", &[&p("ping.s"), "--schedule", "often"], 2),
+        row("run", "missing file", &[&p("nope.s")], 2),
+        row("run", "malformed file", &[&p("garbage.txt")], 2),
+        // asm, disasm
+        row(
+            "asm",
+            "assembled",
+            &[&p("ping.s"), "-o", &p("ping.json")],
+            0,
+        ),
+        row("asm", "bad flag", &[&p("ping.s"), "--bogus"], 2),
+        row("asm", "missing file", &[&p("nope.s")], 2),
+        row("asm", "malformed file", &[&p("garbage.txt")], 2),
+        row(
+            "disasm",
+            "disassembled",
+            &[&p("bundle"), "-o", &p("b.s")],
+            0,
+        ),
+        row("disasm", "bad flag", &[&p("bundle"), "--bogus"], 2),
+        row("disasm", "missing file", &[&p("nope.json")], 2),
+        row("disasm", "malformed file", &[&p("garbage.txt")], 2),
+        // oracle
+        row("oracle", "agrees", &[&p("case")], 0),
+        row("oracle", "expected.npy differs", &[&p("case-wrong")], 1),
+        row("oracle", "bad flag", &[&p("case"), "--bogus"], 2),
+        row("oracle", "missing case", &[&p("nope")], 2),
+        row("oracle", "malformed case", &[&p("bad-case")], 2),
+        // completions, man
+        row("completions", "written", &["bash"], 0),
+        row("completions", "bad flag", &["tcsh"], 2),
+        row("man", "written", &[], 0),
+        row("man", "into a directory", &["--out", &p("man-pages")], 0),
+        row("man", "bad flag", &["--bogus"], 2),
+        // new-case
+        row("new-case", "written", &["--op", "mvm", &p("new-mvm")], 0),
+        row("new-case", "bad flag", &["--op", "conv3d", &p("new-x")], 2),
+        row(
+            "new-case",
+            "invalid case",
+            &["--op", "conv2d", "--stride", "0", &p("new-y")],
+            2,
+        ),
+        row(
+            "new-case",
+            "OUT_DIR not empty",
+            &["--op", "mvm", &p("case")],
+            2,
+        ),
+        // compile
+        row("compile", "compiled", &[&p("case"), "-o", &p("bundle2")], 0),
+        row(
+            "compile",
+            "unsupported",
+            &["corpus/limits/not-enough-arrays", "-o", &p("bundle3")],
+            3,
+        ),
+        row(
+            "compile",
+            "bad flag",
+            &[&p("case"), "--lowering", "diagonal", "-o", &p("b4")],
+            2,
+        ),
+        row("compile", "missing case", &[&p("nope"), "-o", &p("b5")], 2),
+        row(
+            "compile",
+            "malformed case",
+            &[&p("bad-case"), "-o", &p("b6")],
+            2,
+        ),
+        // export
+        row("export", "written", &[&p("case-export")], 0),
+        row("export", "bad flag", &[&p("case-export"), "--bogus"], 2),
+        row("export", "missing case", &[&p("nope")], 2),
+        row("export", "malformed case", &[&p("bad-case")], 2),
+        // import-onnx
+        row(
+            "import-onnx",
+            "imported",
+            &[&p("case/model.onnx"), "--out", &p("imported")],
+            0,
+        ),
+        row(
+            "import-onnx",
+            "bad flag",
+            &[&p("case/model.onnx"), "--out", &p("i2"), "--seed", "x"],
+            2,
+        ),
+        row(
+            "import-onnx",
+            "missing model",
+            &[&p("nope.onnx"), "--out", &p("i3")],
+            2,
+        ),
+        row(
+            "import-onnx",
+            "malformed model",
+            &[&p("garbage.txt"), "--out", &p("i4")],
+            2,
+        ),
+        // lowerings
+        row(
+            "lowerings",
+            "both agree",
+            &["--out", &p("low"), "--runs", "1", "--layer", "fc"],
+            0,
+        ),
+        row(
+            "lowerings",
+            "bad flag",
+            &["--out", &p("low2"), "--runs", "0"],
+            2,
+        ),
+        row(
+            "lowerings",
+            "no such layer",
+            &["--out", &p("low3"), "--layer", "no-such-layer"],
+            2,
+        ),
+        // repro
+        row("repro", "passes", &["corpus/features/conv-plain"], 0),
+        row("repro", "finding", &["corpus/bugs/missing-bias"], 1),
+        row(
+            "repro",
+            "expected unsupported and unsupported",
+            &["corpus/limits/not-enough-arrays"],
+            4,
+        ),
+        row(
+            "repro",
+            "bad flag",
+            &["corpus/features/conv-plain", "--schedule", "often"],
+            2,
+        ),
+        row("repro", "missing case", &[&p("nope")], 2),
+        row("repro", "malformed case", &[&p("bad-case")], 2),
+        // replay
+        row(
+            "replay",
+            "every expectation met",
+            &["corpus/features", "corpus/limits"],
+            0,
+        ),
+        row(
+            "replay",
+            "finding where none expected",
+            &[&p("replay-bug"), "--inject-bug", "missing-bias"],
+            1,
+        ),
+        row(
+            "replay",
+            "declined, expected to pass",
+            &["corpus/features/conv-plain", "--compiler-cmd", &decline],
+            4,
+        ),
+        row("replay", "bad flag", &["corpus/features", "--jobs", "x"], 2),
+        row("replay", "missing directory", &[&p("nope")], 2),
+        row("replay", "malformed case", &[&p("bad-case")], 2),
+        // hunt (the outputs feed the merge rows)
+        hunt_row(
+            "clean shard 0/2",
+            "h-clean0",
+            &["--seed", "1", "--shard", "0/2"],
+            0,
+        ),
+        hunt_row(
+            "clean shard 1/2",
+            "h-clean1",
+            &["--seed", "1", "--shard", "1/2"],
+            0,
+        ),
+        hunt_row(
+            "finding",
+            "h-bug",
+            &["--seed", "5", "--inject-bug", "missing-bias"],
+            1,
+        ),
+        hunt_row(
+            "finding, another seed",
+            "h-bug2",
+            &["--seed", "6", "--inject-bug", "missing-bias"],
+            1,
+        ),
+        hunt_row(
+            "compiler declines everything",
+            "h-decline",
+            &["--seed", "2", "--compiler-cmd", &decline],
+            4,
+        ),
+        hunt_row(
+            "pimcomp-nn finding",
+            "h-pc",
+            &[
+                "--seed",
+                "3",
+                "--target",
+                "pimcomp-nn",
+                "--mode",
+                "element",
+                "--pimcomp-bin",
+                &fake_pimcomp("PIMCOMP-NN"),
+            ],
+            1,
+        ),
+        hunt_row("bad flag", "h-x", &["--shard", "2/2"], 2),
+        hunt_row("flag of another target", "h-y", &["--mode", "batch"], 2),
+        hunt_row(
+            "missing compiler binary",
+            "h-z",
+            &[
+                "--target",
+                "pimcomp-nn",
+                "--pimcomp-bin",
+                &p("no-such-PIMCOMP-NN"),
+            ],
+            2,
+        ),
+        // from-fuzz
+        row(
+            "from-fuzz",
+            "does not reproduce",
+            &[
+                &fuzz_seed("seed-random-200"),
+                "--target",
+                "conv_lowering",
+                &p("ff0"),
+            ],
+            0,
+        ),
+        row(
+            "from-fuzz",
+            "no case in the bytes",
+            &[&p("empty.bin"), "--target", "conv_lowering", &p("ff00")],
+            0,
+        ),
+        row(
+            "from-fuzz",
+            "finding",
+            &[
+                &fuzz_seed("seed-random-200"),
+                "--target",
+                "conv_lowering",
+                &p("ff1"),
+                "--inject-bug",
+                "store-off-by-one",
+                "--minimize-time",
+                "0s",
+            ],
+            1,
+        ),
+        row(
+            "from-fuzz",
+            "declined",
+            &[
+                &fuzz_seed("seed-ones-256"),
+                "--target",
+                "conv_lowering",
+                &p("ff4"),
+            ],
+            4,
+        ),
+        row(
+            "from-fuzz",
+            "bad flag",
+            &[&p("empty.bin"), "--target", "interp", &p("ff5")],
+            2,
+        ),
+        row(
+            "from-fuzz",
+            "missing artifact",
+            &[&p("nope.bin"), "--target", "conv_lowering", &p("ff6")],
+            2,
+        ),
+        row(
+            "from-fuzz",
+            "OUT_DIR exists",
+            &[&p("empty.bin"), "--target", "conv_lowering", &p("case")],
+            2,
+        ),
+    ];
+    rows.extend(pimcomp_rows(f));
+    rows
+}
+
+fn pimcomp_rows(f: &Fixture) -> Vec<Row> {
+    let table = fake_pimcomp("element-VerificationInfo.json.gz");
+    let program = fake_pimcomp("element-SimulationInfo.gz");
+    vec![
+        row("pimcomp", "exact", &[&program, "--verification", &table], 0),
+        row(
+            "pimcomp",
+            "mismatch",
+            &[
+                &fake_pimcomp("element-SimulationInfo-lmv-shifted.gz"),
+                "--verification",
+                &table,
+            ],
+            1,
+        ),
+        row(
+            "pimcomp",
+            "bad flag",
+            &[&program, "--verification", &table, "--schedule", "often"],
+            2,
+        ),
+        row(
+            "pimcomp",
+            "missing program",
+            &[&f.p("nope.gz"), "--verification", &table],
+            2,
+        ),
+        row(
+            "pimcomp",
+            "malformed program",
+            &[&f.p("garbage.txt"), "--verification", &table],
+            2,
+        ),
+    ]
+}
+
+/// Rows that read the first rows' hunt outputs.
+fn then_rows(f: &Fixture) -> Vec<Row> {
+    let p = |n: &str| f.p(n);
+    vec![
+        row(
+            "merge",
+            "clean shards",
+            &[&p("h-clean0"), &p("h-clean1"), "--out", &p("m-clean")],
+            0,
+        ),
+        row(
+            "merge",
+            "findings",
+            &[&p("h-bug"), &p("h-bug2"), "--out", &p("m-bug")],
+            1,
+        ),
+        row(
+            "merge",
+            "findings and no verdict",
+            &[&p("h-bug"), &p("h-decline"), "--out", &p("m-both")],
+            1,
+        ),
+        row(
+            "merge",
+            "no verdict",
+            &[&p("h-decline"), "--out", &p("m-decline")],
+            4,
+        ),
+        row("merge", "bad flag", &[&p("h-bug")], 2),
+        row(
+            "merge",
+            "missing summary.json",
+            &[&p("nope"), "--out", &p("m-x")],
+            2,
+        ),
+        row(
+            "merge",
+            "malformed summary.json",
+            &[&p("bad-summary"), "--out", &p("m-y")],
+            2,
+        ),
+        row(
+            "merge",
+            "different targets",
+            &[&p("h-bug"), &p("h-pc"), "--out", &p("m-z")],
+            2,
+        ),
+        row(
+            "merge",
+            "the same cases twice",
+            &[&p("h-bug"), &p("h-bug"), "--out", &p("m-w")],
+            2,
+        ),
+        row(
+            "merge",
+            "MERGED holds findings",
+            &[&p("h-clean0"), "--out", &p("h-bug")],
+            2,
+        ),
+        row(
+            "hunt",
+            "OUT holds findings",
+            &[
+                "--cases",
+                "2",
+                "--seed",
+                "1",
+                "--quiet",
+                "--out",
+                &p("h-bug"),
+            ],
+            2,
+        ),
+    ]
+}
+
+/// Runs the rows on a few threads; returns one message per row that exited otherwise.
+fn run_rows(rows: &[Row]) -> Vec<String> {
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let failures = std::sync::Mutex::new(Vec::new());
+    std::thread::scope(|s| {
+        for _ in 0..3 {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let Some(r) = rows.get(i) else { break };
+                let o = pimdiff(&r.args);
+                if o.status.code() != Some(r.code) {
+                    failures.lock().unwrap().push(format!(
+                        "{} ({}): expected {}, got {:?}\n  args: {:?}\n  stdout: {}\n  stderr: {}",
+                        r.command,
+                        r.situation,
+                        r.code,
+                        o.status.code(),
+                        r.args,
+                        tail(&o.stdout),
+                        tail(&o.stderr)
+                    ));
+                }
+            });
+        }
+    });
+    failures.into_inner().unwrap()
+}
+
+fn tail(bytes: &[u8]) -> String {
+    let text = String::from_utf8_lossy(bytes);
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(6)..].join("\n    ")
+}
+
+/// The subcommands `pimdiff --help` lists (without `help`).
+fn subcommands() -> BTreeSet<String> {
+    let o = pimdiff(&["--help"]);
+    let text = String::from_utf8_lossy(&o.stdout).into_owned();
+    text.lines()
+        .skip_while(|l| !l.starts_with("Commands:"))
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|c| *c != "help")
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn every_command_exits_by_the_contract_and_its_help_says_so() {
+    let f = Fixture::new();
+    let first = first_rows(&f);
+    let mut failures = run_rows(&first);
+    let then = then_rows(&f);
+    failures.extend(run_rows(&then));
+    assert!(
+        failures.is_empty(),
+        "{} row(s) failed:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+
+    // Every subcommand has rows, among them a bad-usage row; its --help lists each code the
+    // table expects of it and an example.
+    let mut codes: BTreeMap<&str, BTreeSet<i32>> = BTreeMap::new();
+    for r in first.iter().chain(&then) {
+        codes.entry(r.command).or_default().insert(r.code);
+    }
+    let commands = subcommands();
+    assert!(
+        commands.contains("merge") && commands.contains("hunt"),
+        "{commands:?}"
+    );
+    let top = String::from_utf8_lossy(&pimdiff(&["--help"]).stdout).into_owned();
+    for code in 0..=4 {
+        assert!(top.contains(&format!("\n  {code}  ")), "{top}");
+    }
+    for command in &commands {
+        let expected = codes
+            .get(command.as_str())
+            .unwrap_or_else(|| panic!("no row for `pimdiff {command}`: add its situations"));
+        assert!(expected.contains(&2), "{command}: no bad-usage row");
+        let o = pimdiff(&[command.as_str(), "--help"]);
+        assert_eq!(o.status.code(), Some(0), "{command} --help");
+        let help = String::from_utf8_lossy(&o.stdout).into_owned();
+        assert!(help.contains("\nExit codes:\n"), "{command}:\n{help}");
+        assert!(help.contains("\nExample:\n  "), "{command}:\n{help}");
+        for code in expected {
+            assert!(
+                help.contains(&format!("\n  {code}  ")),
+                "`pimdiff {command} --help` does not list exit code {code}:\n{help}"
+            );
+        }
+    }
+}
