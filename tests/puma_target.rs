@@ -204,7 +204,7 @@ fn swapped_weight_rows_are_a_mismatch_computed_by_that_mvmus_mvm() {
     let o = &run.outcome;
     assert_eq!(
         o.signature,
-        Some(Signature::new(Kind::Mismatch, "mvm/mvm/some")),
+        Some(Signature::new(Kind::Mismatch, "mvm/some")),
         "{}",
         o.detail
     );

@@ -678,7 +678,7 @@ mod tests {
         for b in BugClass::every() {
             assert_eq!(BugClass::from_name(b.name()), Some(b));
         }
-        assert_eq!(BugClass::every().count(), 17);
+        assert_eq!(BugClass::every().count(), 18);
         assert_eq!(BugClass::from_name("no-such-bug"), None);
     }
 }
