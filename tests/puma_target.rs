@@ -333,6 +333,15 @@ fn a_hunt_saves_minimized_findings_that_repro_replays() {
         ] {
             assert!(dir.join(file).is_file(), "{}: no {file}", f.dir);
         }
+        let mode = std::fs::metadata(dir.join("build.sh"))
+            .unwrap()
+            .permissions();
+        assert_eq!(
+            std::os::unix::fs::PermissionsExt::mode(&mode) & 0o111,
+            0o111,
+            "{}: build.sh is not executable",
+            f.dir
+        );
         let meta: FindingMeta =
             serde_json::from_str(&std::fs::read_to_string(dir.join("finding.json")).unwrap())
                 .unwrap();

@@ -18,6 +18,7 @@
 //! `pimdiff repro` reads back ([`super::repro`]).
 
 use std::fmt::Write as _;
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use pimdiff_atomic::Error;
@@ -163,9 +164,14 @@ pub fn write_files(
         &dir.join("model.cpp"),
         model_cpp(&case.network, prepared.as_ref().map(|p| &p.data)).as_bytes(),
     )?;
-    write_new(
-        &dir.join("build.sh"),
-        build_script(tree_dir, tree).as_bytes(),
+    let script = dir.join("build.sh");
+    write_new(&script, build_script(tree_dir, tree).as_bytes())?;
+    // Run as `./build.sh`, as the report and the script's own comment say.
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).map_err(
+        |source| Error::Io {
+            path: script,
+            source,
+        },
     )?;
     save_compile(dir, &evidence.run, about_programs(outcome.kind))?;
     if let Some(checked) = &outcome.checked {

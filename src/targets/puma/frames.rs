@@ -287,7 +287,12 @@ pub fn sanitizer_report(stderr: &str, own_files: &BTreeSet<String>) -> Option<Sa
 /// the compiler's headers are its one-line accessors inlined into the caller
 /// (`Operation::getModel` dereferencing a bad pointer that `maxpool` holds): they are left out
 /// when a frame in a source file follows, so that the function that holds the bad pointer
-/// signs the crash. Recursion is folded: a function repeated at once counts once.
+/// signs the crash. For the same reason the crash site's run of the operation graph's
+/// bookkeeping (constructors, `add…`, `set…`, `get…` methods: `ModelImpl::addOperation`
+/// inserting, for `ALUVectorOperation`'s constructor, an operand `maxpool` read from an
+/// unwritten slot) is left out when a frame of another kind follows: they dereference what
+/// their caller hands them, so one bad pointer would otherwise sign as many findings as it
+/// has first users. Recursion is folded: a function repeated at once counts once.
 pub fn top_own_functions(frames: &[Frame], count: usize) -> Vec<String> {
     let in_source =
         |f: &&Frame| f.own && !f.location.split(':').next().unwrap_or("").ends_with(".h");
@@ -296,9 +301,18 @@ pub fn top_own_functions(frames: &[Frame], count: usize) -> Vec<String> {
     } else {
         frames.iter().filter(|f| f.own).collect()
     };
+    let names: Vec<String> = pick
+        .iter()
+        .map(|f| without_templates(&f.function))
+        .collect();
+    let site = names.iter().take_while(|n| is_bookkeeping(n)).count();
+    let names = if site < names.len() {
+        &names[site..]
+    } else {
+        &names[..]
+    };
     let mut out: Vec<String> = Vec::new();
-    for f in pick {
-        let name = without_templates(&f.function);
+    for name in names.iter().cloned() {
         if out.last() != Some(&name) {
             out.push(name);
         }
@@ -307,6 +321,21 @@ pub fn top_own_functions(frames: &[Frame], count: usize) -> Vec<String> {
         }
     }
     out
+}
+
+/// Whether `name` (without templates) is a constructor or a graph accessor (`addX`, `setX`,
+/// `getX`), see [`top_own_functions`].
+fn is_bookkeeping(name: &str) -> bool {
+    let mut parts = name.rsplit("::");
+    let method = parts.next().unwrap_or("");
+    if parts.next() == Some(method) {
+        return true;
+    }
+    ["add", "set", "get"].iter().any(|prefix| {
+        method
+            .strip_prefix(prefix)
+            .is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_uppercase()))
+    })
 }
 
 /// `assert` messages: `prog: FILE:LINE: FUNCTION: Assertion `COND' failed.` → (file,
@@ -400,6 +429,65 @@ freed by thread T0 here:\n\
             vec!["RegisterAllocator::allocateRegisters".to_string()]
         );
         assert!(sanitizer_report("all good\n", &own()).is_none());
+    }
+
+    /// One uninitialized operand of `maxpool`, dereferenced by whichever of its users comes
+    /// first: the same signature, `maxpool`, wherever the crash lands.
+    #[test]
+    fn the_crash_sites_bookkeeping_leaves_the_caller_to_sign() {
+        let frame = |function: &str, location: &str| Frame {
+            function: function.into(),
+            location: location.into(),
+            own: true,
+        };
+        let driver = Frame {
+            function: "puma-driver+0xa965".into(),
+            location: "??".into(),
+            own: false,
+        };
+        let stacks = [
+            vec![frame("maxpool", "operations.cpp:256"), driver.clone()],
+            vec![
+                frame("VectorImpl::setTile", "tensors.cpp:386"),
+                frame("maxpool", "operations.cpp:259"),
+                driver.clone(),
+            ],
+            vec![
+                frame("ModelImpl::addOperation", "model.cpp:162"),
+                frame("Operation::Operation", "operations.cpp:415"),
+                frame(
+                    "ALUVectorOperation::ALUVectorOperation",
+                    "operations.cpp:476",
+                ),
+                frame("maxpool", "operations.cpp:256"),
+                driver.clone(),
+            ],
+        ];
+        for frames in &stacks {
+            assert_eq!(top_own_functions(frames, 3), vec!["maxpool".to_string()]);
+        }
+        // Bookkeeping alone still signs; other functions keep their place.
+        let only = [frame("ModelImpl::addOperation", "model.cpp:162")];
+        assert_eq!(
+            top_own_functions(&only, 3),
+            vec!["ModelImpl::addOperation".to_string()]
+        );
+        let spill = [
+            frame(
+                "RegisterAllocator::allocateRegistersWithSpilling",
+                "regalloc.cpp:440",
+            ),
+            frame(
+                "RegisterAllocator::allocateDataRegisters",
+                "regalloc.cpp:405",
+            ),
+            frame("RegisterAllocator::registerAllocation", "regalloc.cpp:231"),
+            frame("RegisterAllocator::RegisterAllocator", "regalloc.cpp:129"),
+        ];
+        assert_eq!(top_own_functions(&spill, 3).len(), 3);
+        assert!(is_bookkeeping("Operation::Operation"));
+        assert!(!is_bookkeeping("OutputImagePixelStream::operator="));
+        assert!(!is_bookkeeping("Partitioner::settle"));
     }
 
     #[test]

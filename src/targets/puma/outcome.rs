@@ -15,7 +15,8 @@
 //!
 //! **One root cause, one signature.** Crashes are signed by the signal (a sanitizer's `SEGV`
 //! is the plain tree's `SIGSEGV`, so one null dereference met in both trees is one finding)
-//! and the top three functions inside the compiler, names not lines; aborts by the assertion
+//! and the top three functions inside the compiler, names not lines, past the crash site's
+//! graph bookkeeping ([`super::frames::top_own_functions`]); aborts by the assertion
 //! (file, function, condition); mismatches by their localization shape: the operation of the
 //! network's first wrong value (found by a probe, [`super::probe`]) and whether all or some of
 //! its known elements are wrong. The instructions that computed the first wrong element (the
