@@ -8,12 +8,21 @@
 #   scripts/build-puma.sh                # prints the plain tree's path on the last line of stdout
 #   scripts/build-puma.sh --sanitize     # prints the sanitizer tree's path instead
 #   scripts/build-puma.sh --with-fixes   # plus every candidate fix in scripts/puma-fixes/
+#   scripts/build-puma.sh --mutation tests/fixtures/puma-mutants/NAME.patch
+#                                        # a plain tree only, with one source mutation (tests
+#                                        # of the hunt's detection; never a compiler to hunt)
 #   PIMDIFF_SHARED=/path/to/shared scripts/build-puma.sh
 #
 # Each tree holds the patched sources, `src/libpuma.so`, `include/puma.h`, `bin/puma-driver`
 # (linked with an rpath to `../src`, so it runs without LD_LIBRARY_PATH), `patches.txt` and
-# `cxxflags` (the flags a program linked against the tree's library needs).
-# Point `PUMA_DIR` at a tree for the integration tests.
+# `cxxflags` (the flags a program linked against the tree's library needs). The plain tree
+# also holds `lib/libpimdiff-shim.so`, scripts/pimcomp-shim.c built as is: preloaded by
+# `pimdiff hunt --target puma`, it prints a crash's frames (`PIMDIFF-FRAME <object>
+# +0x<offset>`, symbolized with addr2line by the hunt); its `time()` pin is inert unless
+# PIMDIFF_PIN_TIME is set, which the hunt does not do. The sanitizer tree has no shim:
+# AddressSanitizer must be the first library loaded, and prints its own frames.
+# Point `PUMA_DIR` at a tree for the integration tests; `pimdiff hunt --target puma` finds
+# the sanitizer tree as the plain tree's sibling `../sanitize`.
 #
 # Source: $PUMA_COMPILER_SRC, else $PIMDIFF_SHARED/external/puma-compiler-c2ef1ac-src.tar.gz
 # (PIMDIFF_SHARED defaults to ../shared beside the repository). Patches:
@@ -26,13 +35,27 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 with_fixes=0
 flavour=plain
-for arg in "$@"; do
-    case "$arg" in
+mutation=""
+while [ "$#" -gt 0 ]; do
+    case "$1" in
         --with-fixes) with_fixes=1 ;;
         --sanitize) flavour=sanitize ;;
-        *) echo "build-puma: unknown argument: $arg (known: --sanitize, --with-fixes)" >&2; exit 2 ;;
+        --mutation)
+            mutation="${2:-}"
+            shift
+            if [ ! -f "$mutation" ]; then
+                echo "build-puma: --mutation needs a patch file (got '$mutation')" >&2
+                exit 2
+            fi
+            mutation="$(cd "$(dirname "$mutation")" && pwd)/$(basename "$mutation")" ;;
+        *) echo "build-puma: unknown argument: $1 (known: --sanitize, --with-fixes, --mutation PATCH)" >&2; exit 2 ;;
     esac
+    shift
 done
+if [ -n "$mutation" ] && [ "$flavour" = sanitize ]; then
+    echo "build-puma: a mutation builds the plain tree only" >&2
+    exit 2
+fi
 shared="${PIMDIFF_SHARED:-$root/../shared}"
 src="${PUMA_COMPILER_SRC:-$shared/external/puma-compiler-c2ef1ac-src.tar.gz}"
 if [ ! -f "$src" ]; then
@@ -64,15 +87,19 @@ if [ "$with_fixes" = 1 ]; then
         [ -e "$p" ] && patches+=("$p")
     done
 fi
+if [ -n "$mutation" ]; then
+    patches+=("$mutation")
+fi
 driver="$root/scripts/puma-driver/puma-driver.cpp"
+shim="$root/scripts/pimcomp-shim.c"
 
 key="$( { sha256sum "$src" | cut -d' ' -f1
-          echo "fixes=$with_fixes"
+          echo "fixes=$with_fixes mutation=${mutation:+1}"
           for p in "${patches[@]}"; do basename "$p"; sha256sum < "$p"; done
-          sha256sum < "$driver"; sha256sum < "${BASH_SOURCE[0]}"; } | sha256sum | cut -c1-16)"
+          sha256sum < "$driver"; sha256sum < "$shim"; sha256sum < "${BASH_SOURCE[0]}"; } | sha256sum | cut -c1-16)"
 dest="${CARGO_TARGET_DIR:-$root/target}/puma/$key"
 tree="$dest/$flavour"
-if [ -x "$dest/plain/bin/puma-driver" ] && [ -x "$dest/sanitize/bin/puma-driver" ]; then
+if [ -x "$dest/plain/bin/puma-driver" ] && { [ -n "$mutation" ] || [ -x "$dest/sanitize/bin/puma-driver" ]; }; then
     echo "build-puma: cached ($dest)" >&2
     echo "$tree"
     exit 0
@@ -102,11 +129,17 @@ build_tree() {
 }
 
 build_tree "$work/plain" "-O1 -g"
-build_tree "$work/sanitize" "-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer"
+mkdir -p "$work/plain/lib"
+cc -shared -fPIC -O2 -o "$work/plain/lib/libpimdiff-shim.so" "$shim" -ldl >&2
+trees=("$work/plain")
+if [ -z "$mutation" ]; then
+    build_tree "$work/sanitize" "-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer"
+    trees+=("$work/sanitize")
+fi
 mkdir -p "$(dirname "$dest")"
 rm -rf "$dest"
 mkdir -p "$dest.tmp"
-mv "$work/plain" "$work/sanitize" "$dest.tmp/"
+mv "${trees[@]}" "$dest.tmp/"
 mv "$dest.tmp" "$dest"
 echo "build-puma: built $dest" >&2
 echo "$tree"

@@ -37,7 +37,7 @@ enum Command {
     /// Replay every case directory given (a corpus) and summarize.
     Replay(cli::replay::Args),
     /// Generate random cases and hunt for miscompilations.
-    Hunt(cli::hunt::Args),
+    Hunt(Box<cli::hunt::Args>),
     /// Turn a cargo-fuzz crash artifact into a minimized case directory.
     FromFuzz(cli::from_fuzz::Args),
     /// Check a PIMCOMP-NN program and its side table bit for bit against a wrap-8 reference.
@@ -78,7 +78,7 @@ fn main() -> ExitCode {
         Command::Lowerings(a) => cli::lowerings::main(a),
         Command::Repro(a) => cli::repro::main(a),
         Command::Replay(a) => cli::replay::main(a),
-        Command::Hunt(a) => cli::hunt::main(a, &given_flags(&matches, "hunt")),
+        Command::Hunt(a) => cli::hunt::main(*a, &given_flags(&matches, "hunt")),
         Command::FromFuzz(a) => cli::from_fuzz::main(a),
         Command::Pimcomp(a) => cli::pimcomp::main(a),
         Command::Completions(a) => cli::completions::main(a, Cli::command()),

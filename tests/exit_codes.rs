@@ -29,6 +29,10 @@ struct Row {
     situation: &'static str,
     args: Vec<String>,
     code: i32,
+    /// Text its stderr must hold (the culprit a usage error names).
+    says: Option<String>,
+    /// Environment variables removed for the row.
+    unset: &'static [&'static str],
 }
 
 /// The inputs the rows read, made once by the binary itself.
@@ -137,6 +141,17 @@ fn row(command: &'static str, situation: &'static str, args: &[&str], code: i32)
         situation,
         args: all,
         code,
+        says: None,
+        unset: &[],
+    }
+}
+
+/// A row whose stderr must name `says`, run without the variables `unset`.
+fn row_saying(r: Row, says: &str, unset: &'static [&'static str]) -> Row {
+    Row {
+        says: Some(says.to_string()),
+        unset,
+        ..r
     }
 }
 
@@ -465,7 +480,113 @@ fn first_rows(f: &Fixture) -> Vec<Row> {
         ),
     ];
     rows.extend(pimcomp_rows(f));
+    rows.extend(puma_rows(f));
     rows
+}
+
+/// The PUMA compiler's tree, when the environment gives one (`PUMA_DIR`, as the PUMA tests
+/// read it); without it the rows that run the compiler are skipped with a message.
+fn puma_dir() -> Option<String> {
+    let dir = std::env::var("PUMA_DIR")
+        .ok()
+        .filter(|d| Path::new(d).is_dir());
+    if dir.is_none() {
+        eprintln!("PUMA_DIR unset: skipping the exit-code rows that run the PUMA compiler");
+    }
+    dir
+}
+
+fn refs(a: &[String]) -> Vec<&str> {
+    a.iter().map(String::as_str).collect()
+}
+
+/// `hunt --target puma`: usage errors need no compiler; a finding needs `PUMA_DIR`.
+fn puma_rows(f: &Fixture) -> Vec<Row> {
+    let p = |n: &str| f.p(n);
+    let hunt = |out: &str, extra: &[&str]| {
+        let mut a = vec!["--target", "puma", "--cases", "8", "--jobs", "1", "--quiet"];
+        a.extend(["--minimize-time", "1s", "--out"]);
+        let out = p(out);
+        let mut a: Vec<String> = a.into_iter().map(str::to_string).collect();
+        a.push(out);
+        a.extend(extra.iter().map(|s| s.to_string()));
+        a
+    };
+    let not_a_tree = p("case");
+    let mut rows = vec![
+        row(
+            "hunt",
+            "puma: flag of another target",
+            &refs(&hunt("pu-x", &["--mode", "batch"])),
+            2,
+        ),
+        row(
+            "hunt",
+            "puma flag with another target",
+            &["--puma-quirks", "simulator", "--out", &p("pu-y")],
+            2,
+        ),
+        row_saying(
+            row("hunt", "puma: no tree", &refs(&hunt("pu-z", &[])), 2),
+            "--puma-dir",
+            &["PUMA_DIR", "PUMA_SANITIZE_DIR"],
+        ),
+        row_saying(
+            row(
+                "hunt",
+                "puma: --puma-dir not a tree",
+                &refs(&hunt("pu-w", &["--puma-dir", &not_a_tree])),
+                2,
+            ),
+            &not_a_tree,
+            &[],
+        ),
+    ];
+    if let Some(dir) = puma_dir() {
+        rows.push(row(
+            "hunt",
+            "puma finding",
+            &refs(&hunt("h-puma", &["--seed", "7", "--puma-dir", &dir])),
+            1,
+        ));
+    }
+    rows
+}
+
+/// `repro` of a PUMA finding of the first rows' hunt: as saved (reproduces), with a saved
+/// signature the compiler no longer shows (a finding of another build: does not), and with
+/// its `network.txt` edited (unreadable as a finding).
+fn puma_repro_rows(f: &Fixture) -> Vec<Row> {
+    if puma_dir().is_none() {
+        return Vec::new();
+    }
+    let findings = f.t.join("h-puma/findings");
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(&findings)
+        .unwrap_or_else(|e| panic!("{}: {e}", findings.display()))
+        .map(|e| e.unwrap().path())
+        .collect();
+    dirs.sort();
+    let found = dirs.first().expect("the PUMA hunt saved a finding").clone();
+    let gone = f.t.join("pu-gone");
+    copy_dir(&found, &gone);
+    let meta = gone.join("finding.json");
+    let mut json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&meta).unwrap()).unwrap();
+    json["signature"] = "crash: SIGSEGV/no<such<function".into();
+    std::fs::write(&meta, json.to_string()).unwrap();
+    let edited = f.t.join("pu-edited");
+    copy_dir(&found, &edited);
+    std::fs::write(edited.join("network.txt"), "pimdiff-puma-network 1\nend\n").unwrap();
+    let s = |p: &Path| p.to_str().unwrap().to_string();
+    vec![
+        row("repro", "puma finding reproduces", &[&s(&found)], 1),
+        row("repro", "puma finding does not reproduce", &[&s(&gone)], 0),
+        row_saying(
+            row("repro", "puma finding edited", &[&s(&edited)], 2),
+            "network.txt",
+            &[],
+        ),
+    ]
 }
 
 fn pimcomp_rows(f: &Fixture) -> Vec<Row> {
@@ -507,7 +628,8 @@ fn pimcomp_rows(f: &Fixture) -> Vec<Row> {
 /// Rows that read the first rows' hunt outputs.
 fn then_rows(f: &Fixture) -> Vec<Row> {
     let p = |n: &str| f.p(n);
-    vec![
+    let mut rows = puma_repro_rows(f);
+    rows.extend([
         row(
             "merge",
             "clean shards",
@@ -577,7 +699,8 @@ fn then_rows(f: &Fixture) -> Vec<Row> {
             ],
             2,
         ),
-    ]
+    ]);
+    rows
 }
 
 /// Runs the rows on a few threads; returns one message per row that exited otherwise.
@@ -589,13 +712,23 @@ fn run_rows(rows: &[Row]) -> Vec<String> {
             s.spawn(|| loop {
                 let i = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                 let Some(r) = rows.get(i) else { break };
-                let o = pimdiff(&r.args);
-                if o.status.code() != Some(r.code) {
+                let mut cmd = Command::new(env!("CARGO_BIN_EXE_pimdiff"));
+                cmd.args(&r.args).current_dir(repo());
+                for var in r.unset {
+                    cmd.env_remove(var);
+                }
+                let o = cmd.output().expect("spawn pimdiff");
+                let said = r
+                    .says
+                    .as_ref()
+                    .is_none_or(|s| String::from_utf8_lossy(&o.stderr).contains(s.as_str()));
+                if o.status.code() != Some(r.code) || !said {
                     failures.lock().unwrap().push(format!(
-                        "{} ({}): expected {}, got {:?}\n  args: {:?}\n  stdout: {}\n  stderr: {}",
+                        "{} ({}): expected {}{}, got {:?}\n  args: {:?}\n  stdout: {}\n  stderr: {}",
                         r.command,
                         r.situation,
                         r.code,
+                        r.says.as_ref().map_or(String::new(), |s| format!(" saying {s:?}")),
                         o.status.code(),
                         r.args,
                         tail(&o.stdout),

@@ -40,6 +40,7 @@ fn inputs_are_valid_with_the_simulators_input_counter() {
             counter: INPUT_COUNTER as i64,
             writer: Some(Writer::Host),
             origin: Some(Writer::Host),
+            origin_word: Some(10),
         }
     );
     assert_eq!(w[2].value, Some(-3));
@@ -127,8 +128,8 @@ fn a_send_and_its_receive_move_words_with_their_counters_and_origins() {
     for (i, w) in out[0].iter().enumerate() {
         assert_eq!((w.value, w.valid, w.counter), (Some(i as i64 + 1), true, 3));
         assert_eq!(
-            (w.writer, w.origin),
-            (Some(tile_at(1, 0)), Some(Writer::Host))
+            (w.writer, w.origin, w.origin_word),
+            (Some(tile_at(1, 0)), Some(Writer::Host), Some(4 + i as u32))
         );
     }
     let sent = m.read(0, 4, 4).unwrap();
@@ -269,6 +270,8 @@ fn an_output_word_leads_back_to_the_store_that_computed_it() {
     assert_eq!(w.value, Some(4));
     assert_eq!(w.writer, Some(tile_at(0, 0)));
     assert_eq!(w.origin, Some(core_at(1, 2, 3)));
+    // The word the store wrote in its own tile, before the send carried it to tile 0.
+    assert_eq!(w.origin_word, Some(30));
     assert_eq!(m.register(1, 2, 601).unwrap().writer, Some(1));
 }
 

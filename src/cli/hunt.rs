@@ -1,7 +1,8 @@
 //! `pimdiff hunt`: generate cases of a target from a seed, check them in parallel, minimize and
 //! save every unique finding, summarize (see [`crate::engine`]). `--target` picks the compiler
 //! under test: `cases` (conv2d/MVM through the in-repo compiler or `--compiler-cmd`, the
-//! default) or `pimcomp-nn` (random networks through the real PIMCOMP-NN). A flag of another
+//! default), `pimcomp-nn` (random networks through the real PIMCOMP-NN) or `puma` (random
+//! networks through the PUMA compiler, checked on the PUMA machine). A flag of another
 //! target is refused at parse time, naming the target that takes it.
 //!
 //! Exit codes (`pimdiff::cli::exit_codes`, from [`HuntSummary::verdict`]): 0 nothing was
@@ -34,6 +35,11 @@ use crate::targets::pimcomp_nn::case::CaseContext;
 use crate::targets::pimcomp_nn::compile::{CompilerSetup, Pipeline};
 use crate::targets::pimcomp_nn::network::NetConfig;
 use crate::targets::pimcomp_nn::PimcompTarget;
+use crate::targets::puma::case::CaseContext as PumaCases;
+use crate::targets::puma::check::CheckOptions;
+use crate::targets::puma::compile::PumaSetup;
+use crate::targets::puma::inject::Injection;
+use crate::targets::puma::{PumaNetConfig, PumaTarget};
 use crate::targets::tensor::generate::GenConfig;
 use crate::targets::tensor::TensorTarget;
 
@@ -95,8 +101,9 @@ pub struct Args {
     /// No progress bar (it is also hidden when stderr is not a terminal).
     #[arg(long, short = 'q')]
     pub quiet: bool,
-    /// What to hunt: `cases` (conv2d/MVM through the in-repo compiler or --compiler-cmd) or
-    /// `pimcomp-nn` (random networks through the real PIMCOMP-NN).
+    /// What to hunt: `cases` (conv2d/MVM through the in-repo compiler or --compiler-cmd),
+    /// `pimcomp-nn` (random networks through the real PIMCOMP-NN) or `puma` (random networks
+    /// through the PUMA compiler).
     #[arg(long, value_enum, default_value = "cases")]
     pub target: Target,
     #[command(flatten)]
@@ -105,6 +112,8 @@ pub struct Args {
     pub generator: GeneratorArgs,
     #[command(flatten)]
     pub pimcomp: PimcompTargetArgs,
+    #[command(flatten)]
+    pub puma: PumaTargetArgs,
 }
 
 /// What the hunt generates and which compiler it runs.
@@ -115,6 +124,8 @@ pub enum Target {
     Cases,
     /// Random networks through the real PIMCOMP-NN binary, checked with `pimdiff pimcomp`.
     PimcompNn,
+    /// Random networks through the PUMA compiler (`puma-driver`), checked on the PUMA machine.
+    Puma,
 }
 
 /// PIMCOMP-NN's pipelines to hunt.
@@ -144,6 +155,59 @@ pub struct PimcompTargetArgs {
     /// Largest number of blocks of a generated network (--target pimcomp-nn).
     #[arg(long, value_name = "N")]
     pub max_blocks: Option<usize>,
+}
+
+/// The PUMA compiler's trees (`scripts/build-puma.sh`), for `hunt --target puma` and `repro`.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct PumaTreeArgs {
+    /// The PUMA compiler's plain tree, with src/libpuma.so, include/puma.h and
+    /// bin/puma-driver (default: $PUMA_DIR; `scripts/build-puma.sh | tail -1` prints it).
+    #[arg(long, value_name = "DIR")]
+    pub puma_dir: Option<PathBuf>,
+    /// The sanitizer tree (default: $PUMA_SANITIZE_DIR, else the plain tree's sibling
+    /// `../sanitize`, where scripts/build-puma.sh puts it).
+    #[arg(long, value_name = "DIR")]
+    pub puma_sanitize_dir: Option<PathBuf>,
+}
+
+/// The machine's semantics where the PUMA simulator and compiler disagree.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum QuirksChoice {
+    /// What the compiler's output clearly means (`docs/puma-findings.md`).
+    Compiler,
+    /// The simulator's behaviour: "would it run on the simulator".
+    Simulator,
+}
+
+/// Flags of `--target puma`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct PumaTargetArgs {
+    #[command(flatten)]
+    pub trees: PumaTreeArgs,
+    /// The machine's semantics where the simulator contradicts the compiler's output
+    /// (--target puma).
+    #[arg(long, value_enum, default_value = "compiler")]
+    pub puma_quirks: QuirksChoice,
+    /// Share of the cases whose plain compile succeeds that the sanitizer tree compiles and
+    /// checks too, 0..=1 (--target puma).
+    #[arg(long, value_name = "R", value_parser = ratio, default_value = "0.25")]
+    pub puma_sanitize_rate: f64,
+    /// Timeout of one compile (--target puma). Generated networks compile in well under a
+    /// second, the slowest seen in about 20 s (docs/puma-findings.md); past this it is a hang.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration_arg, default_value = "60s")]
+    pub puma_timeout: Duration,
+    /// Resident-memory limit of one compile, in MiB (--target puma).
+    #[arg(long, value_name = "MIB", default_value_t = 4096)]
+    pub puma_max_rss_mib: u64,
+    /// Testing pimdiff itself: inject a known miscompilation into every compile's output
+    /// (`load-address`, `weight-rows`).
+    #[arg(long, value_name = "CLASS", value_parser = parse_injection, hide = true)]
+    pub puma_inject: Option<Injection>,
+}
+
+fn parse_injection(s: &str) -> Result<Injection, String> {
+    Injection::from_name(s)
+        .ok_or_else(|| format!("unknown injection {s:?} (known: load-address, weight-rows)"))
 }
 
 /// Generator size flags (each maps to the [`GenConfig`] field of the same name; unset flags
@@ -265,6 +329,9 @@ pub fn seed_and_limit(args: &mut Args) -> anyhow::Result<(u64, Limit)> {
 
 /// Most compiles one PIMCOMP-NN finding's minimization may run.
 const PIMCOMP_MINIMIZE_RUNS: u64 = 400;
+/// Most compiles one PUMA finding's minimization may run (a compile takes 10 ms to 1 s;
+/// `--minimize-time` is the bound that matters).
+const PUMA_MINIMIZE_RUNS: u64 = 5000;
 
 /// `pimdiff hunt`: the engine over the chosen target. `given` holds the flags given on the
 /// command line (see [`check_flags`]).
@@ -308,6 +375,10 @@ pub fn main(mut args: Args, given: &[String]) -> anyhow::Result<ExitCode> {
         Target::PimcompNn => {
             cfg.minimize.max_steps = PIMCOMP_MINIMIZE_RUNS as usize;
             run_hunt(&cfg, Arc::new(pimcomp_target(&args)?), &control)
+        }
+        Target::Puma => {
+            cfg.minimize.max_steps = PUMA_MINIMIZE_RUNS as usize;
+            run_hunt(&cfg, Arc::new(puma_target(&args)?), &control)
         }
     }
     .with_context(|| format!("hunt in {}", cfg.out.display()))?;
@@ -355,6 +426,45 @@ fn pimcomp_target(args: &Args) -> anyhow::Result<PimcompTarget> {
     })
 }
 
+/// The PUMA target the flags describe.
+fn puma_target(args: &Args) -> anyhow::Result<PumaTarget> {
+    let t = &args.puma;
+    let setup = PumaSetup::locate(
+        t.trees.puma_dir.as_deref(),
+        t.trees.puma_sanitize_dir.as_deref(),
+        t.puma_timeout,
+        t.puma_max_rss_mib.saturating_mul(1 << 20),
+    )
+    .map_err(|e| anyhow::anyhow!("{e}"))?;
+    let mut net = PumaNetConfig::default();
+    let g = &args.generator;
+    for (field, v) in [
+        (&mut net.max_channels, g.max_channels),
+        (&mut net.max_image, g.max_spatial),
+        (&mut net.max_kernel, g.max_kernel),
+    ] {
+        if let Some(v) = v {
+            *field = u32::try_from(v).unwrap_or(u32::MAX);
+        }
+    }
+    let quirks = match t.puma_quirks {
+        QuirksChoice::Compiler => pimdiff_puma::Quirks::COMPILER,
+        QuirksChoice::Simulator => pimdiff_puma::Quirks::SIMULATOR,
+    };
+    Ok(PumaTarget {
+        cases: PumaCases {
+            setup,
+            net,
+            check: CheckOptions {
+                quirks,
+                ..CheckOptions::default()
+            },
+            sanitize_rate: t.puma_sanitize_rate,
+            inject: t.puma_inject,
+        },
+    })
+}
+
 /// The flags each target takes besides the engine's own, by their long names: read from the
 /// flag groups' own definitions, so a new flag is placed by the group it is declared in.
 fn target_flags(target: Target) -> Vec<String> {
@@ -371,9 +481,13 @@ fn target_flags(target: Target) -> Vec<String> {
             longs(CompilerArgs::augment_args(clap::Command::new("c"))),
         ]
         .concat(),
-        Target::PimcompNn => {
+        Target::PimcompNn | Target::Puma => {
             let shared = ["max-channels", "max-spatial", "max-kernel"];
-            let mut v = longs(PimcompTargetArgs::augment_args(clap::Command::new("p")));
+            let mut v = if target == Target::Puma {
+                longs(PumaTargetArgs::augment_args(clap::Command::new("p")))
+            } else {
+                longs(PimcompTargetArgs::augment_args(clap::Command::new("p")))
+            };
             v.extend(
                 generator
                     .into_iter()
@@ -388,7 +502,7 @@ fn target_flags(target: Target) -> Vec<String> {
 /// a flag silently ignored would make a hunt test something else than its user thinks.
 /// `given` holds the long names of the flags given on the command line.
 pub fn check_flags(target: Target, given: &[String]) -> anyhow::Result<()> {
-    let all = [Target::Cases, Target::PimcompNn];
+    let all = [Target::Cases, Target::PimcompNn, Target::Puma];
     let flags: Vec<(Target, Vec<String>)> = all.iter().map(|&t| (t, target_flags(t))).collect();
     let takers = |flag: &String| -> Vec<Target> {
         flags
@@ -418,6 +532,7 @@ impl Target {
         match self {
             Target::Cases => "cases",
             Target::PimcompNn => "pimcomp-nn",
+            Target::Puma => "puma",
         }
     }
 }

@@ -1,6 +1,11 @@
 //! `pimdiff repro DIR`: recompile and rerun a saved case, compare with the oracle (and with
 //! `expected.npy` when present), print the outcome and the report.
 //!
+//! A finding of another target is dispatched on its `finding.json`'s `target`: a PUMA
+//! finding (`puma`) runs the PUMA driver again on the saved files, in the saved tree or
+//! `--puma-dir` / `--puma-sanitize-dir` (`targets::puma::repro`), prints the outcome and
+//! exits 1 while it still shows the saved signature, 0 once it does not.
+//!
 //! Exit codes (`pimdiff::cli::exit_codes`): 0 the case passes; 1 a finding (mismatch, fault,
 //! deadlock, compile error, timeout, race, bogus unsupported, …, or an `expected.npy` that
 //! disagrees with the oracle); 2 the case cannot be read (the error names the file and field);
@@ -20,7 +25,8 @@ use pimdiff_isa::machine::Schedule;
 use crate::check::n_version::LoweringChoice;
 use crate::check::RunConfig;
 use crate::cli::exit_codes::help;
-use crate::cli::{exit_with, EXIT_FINDING, EXIT_NO_VERDICT, EXIT_OK};
+use crate::cli::hunt::PumaTreeArgs;
+use crate::cli::{exit, exit_with, EXIT_FINDING, EXIT_NO_VERDICT, EXIT_OK};
 use crate::compilers::injected::BugClass;
 use crate::compilers::CompilerUnderTest;
 use crate::corpus::{check_entry, load_entry, EntryResult};
@@ -50,6 +56,44 @@ pub struct Args {
     pub dir: PathBuf,
     #[command(flatten)]
     pub compiler: CompilerArgs,
+    #[command(flatten)]
+    pub puma: PumaTreeArgs,
+}
+
+/// Timeout of a PUMA finding's compile in `repro`.
+const PUMA_REPRO_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// `repro` of a PUMA finding (module docs).
+fn puma_main(args: &Args) -> anyhow::Result<ExitCode> {
+    use crate::targets::puma::repro::repro;
+    let r = repro(
+        &args.dir,
+        args.puma.puma_dir.as_deref(),
+        args.puma.puma_sanitize_dir.as_deref(),
+        PUMA_REPRO_TIMEOUT,
+    )
+    .with_context(|| format!("cannot replay the PUMA finding {}", args.dir.display()))?;
+    println!("finding: {}", args.dir.display());
+    println!("saved:   {}", r.saved);
+    println!(
+        "now:     {} ({} tree): {}",
+        r.outcome
+            .signature
+            .as_ref()
+            .map_or(r.outcome.kind.to_string(), |s| s.to_string()),
+        r.tree.name(),
+        r.outcome.detail
+    );
+    for f in r.outcome.frames.iter().filter(|f| f.own).take(8) {
+        println!("  at {}", f.text());
+    }
+    if r.reproduces {
+        println!("reproduces");
+        Ok(exit(EXIT_FINDING))
+    } else {
+        println!("does not reproduce");
+        Ok(exit(EXIT_OK))
+    }
 }
 
 /// The compiler under test and how its programs run; shared by `repro`, `replay` and `hunt`.
@@ -187,6 +231,9 @@ pub fn parse_opcode(s: &str) -> Result<pimdiff_isa::Opcode, String> {
 }
 
 pub fn main(args: Args) -> anyhow::Result<ExitCode> {
+    if crate::targets::puma::repro::is_puma_finding(&args.dir) {
+        return puma_main(&args);
+    }
     let mut entry = load_entry(&args.dir)
         .with_context(|| format!("cannot read the case {}", args.dir.display()))?;
     if args.compiler.lowering.is_some() {

@@ -29,6 +29,10 @@ pub struct Word {
     pub writer: Option<Writer>,
     /// The store (or host write) that produced the value, through any sends and receives.
     pub origin: Option<Writer>,
+    /// The word of its own tile's memory that `origin` wrote (the same as this word's address
+    /// unless the value travelled): with the store's instruction it says which of the
+    /// store's registers held the value.
+    pub origin_word: Option<u32>,
 }
 
 impl Word {
@@ -38,6 +42,7 @@ impl Word {
         counter: 0,
         writer: None,
         origin: None,
+        origin_word: None,
     };
 
     /// Whether anything ever wrote the word.
@@ -67,14 +72,15 @@ impl TileMemory {
             .unwrap_or(Word::UNWRITTEN)
     }
 
-    /// Writes a word (in the memory, checked by [`TileMemory::check`]) and makes it valid.
+    /// Writes a word (in the memory, checked by [`TileMemory::check`]) and makes it valid;
+    /// `origin` is the store (or host write) that produced the value and the word it wrote.
     pub fn write(
         &mut self,
         addr: u32,
         value: Option<i64>,
         counter: i64,
         writer: Writer,
-        origin: Writer,
+        origin: (Writer, u32),
     ) {
         let i = addr as usize;
         if i >= self.words.len() {
@@ -85,7 +91,8 @@ impl TileMemory {
             valid: true,
             counter,
             writer: Some(writer),
-            origin: Some(origin),
+            origin: Some(origin.0),
+            origin_word: Some(origin.1),
         };
     }
 

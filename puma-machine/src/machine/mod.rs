@@ -311,7 +311,7 @@ impl<'m> Machine<'m> {
         let mem = &mut self.tiles[t].mem;
         for (i, &v) in values.iter().enumerate() {
             let a = addr + i as u32;
-            mem.write(a, Some(v), counter as i64, Writer::Host, Writer::Host);
+            mem.write(a, Some(v), counter as i64, Writer::Host, (Writer::Host, a));
         }
         Ok(())
     }

@@ -12,8 +12,8 @@ use std::collections::{BTreeMap, VecDeque};
 
 use super::fault::{StuckPacket, Writer};
 
-/// One word of a packet: the value and where it came from.
-pub(crate) type PacketWord = (Option<i64>, Option<Writer>);
+/// One word of a packet: the value and where it came from (the origin and the word it wrote).
+pub(crate) type PacketWord = (Option<i64>, Option<(Writer, u32)>);
 
 pub(crate) struct Packet {
     pub to: u32,

@@ -51,7 +51,7 @@ pub(super) fn send(
     let mut words = Vec::with_capacity(width as usize);
     for a in addr..addr + width {
         let w = cx.mem.consume(a)?;
-        words.push((w.value, w.origin));
+        words.push((w.value, w.origin.zip(w.origin_word)));
     }
     cx.noc.send(
         cx.at.tile,
@@ -112,7 +112,7 @@ pub(super) fn receive(
     let writer = Writer::Inst(cx.at);
     if let Some(p) = cx.state.latched.take() {
         for (i, (value, origin)) in p.words.into_iter().enumerate() {
-            let origin = origin.unwrap_or(writer);
+            let origin = origin.unwrap_or((writer, addr + i as u32));
             cx.mem
                 .write(addr + i as u32, value, counter as i64, writer, origin);
         }

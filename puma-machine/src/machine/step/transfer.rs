@@ -127,7 +127,7 @@ pub(super) fn store(
             cx.stats.undefined_words_stored += 1;
         }
         cx.mem
-            .write(addr + i, value, counter as i64, writer, writer);
+            .write(addr + i, value, counter as i64, writer, (writer, addr + i));
     }
     cx.stats.words_stored += width as u64;
     Ok(chunk_step(chunk, vec))
