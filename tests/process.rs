@@ -383,3 +383,45 @@ fn kill_all_cancels_every_running_program() {
     }
     assert_eq!(kill_all(), 0);
 }
+
+/// `kill_scope` ends the programs started in one scope (one hunt's) and leaves the others
+/// running: two hunts in one process do not kill each other's compilers.
+#[test]
+fn kill_scope_cancels_only_its_own_programs() {
+    let _g = EXCLUSIVE.write().unwrap_or_else(|p| p.into_inner());
+    let marker = tempfile::tempdir().unwrap();
+    let scopes = std::sync::Mutex::new(BTreeMap::new());
+    let runs: Vec<(usize, Run)> = std::thread::scope(|t| {
+        let handles: Vec<_> = (0..2)
+            .map(|i| {
+                let flag = marker.path().join(format!("started-{i}"));
+                let scopes = &scopes;
+                t.spawn(move || {
+                    let scope = pimdiff::process::Scope::enter();
+                    scopes.lock().unwrap().insert(i, scope.id());
+                    // The second program ends by itself, after the first is killed.
+                    let script = match i {
+                        0 => format!("trap '' TERM; sleep 30 & touch {}; wait", flag.display()),
+                        _ => format!("touch {}; sleep 1", flag.display()),
+                    };
+                    (i, sh(&script, limits(60)))
+                })
+            })
+            .collect();
+        while (0..2).any(|i| !marker.path().join(format!("started-{i}")).exists()) {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let first = scopes.lock().unwrap()[&0];
+        assert_eq!(pimdiff::process::kill_scope(first), 1);
+        handles.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    for (i, run) in runs {
+        let expected = match i {
+            0 => Status::Cancelled,
+            _ => Status::Exited { code: 0 },
+        };
+        assert_eq!(run.status, expected);
+        assert_eq!(running_in_group(run.pid), Vec::<String>::new());
+    }
+    assert_eq!(pimdiff::process::scope(), 0);
+}

@@ -105,9 +105,11 @@ impl Saver {
         let closed = Arc::new(AtomicBool::new(false));
         let saved: Arc<Mutex<BTreeMap<Signature, PathBuf>>> = Arc::default();
         let (c, s) = (Arc::clone(&closed), Arc::clone(&saved));
+        let scope = crate::process::scope();
         let spawned = std::thread::Builder::new()
             .name("pimdiff-save".into())
             .spawn(move || {
+                crate::process::set_scope(scope);
                 while let Ok((k, sig)) = rx.recv() {
                     if c.load(Ordering::SeqCst) {
                         break;

@@ -58,9 +58,13 @@ where
             tx.clone(),
             Arc::clone(&slot),
         );
+        let scope = crate::process::scope();
         let ok = std::thread::Builder::new()
             .name("pimdiff-triage".into())
-            .spawn(move || job_thread(&q, &*w, &tx, &s))
+            .spawn(move || {
+                crate::process::set_scope(scope);
+                job_thread(&q, &*w, &tx, &s)
+            })
             .is_ok();
         slots.push((slot, ok));
     };

@@ -79,6 +79,7 @@ pub fn run_hunt<T: Target>(
     let clock = Timeline::new(cfg.limit);
     let findings_dir = cfg.out.join(FINDINGS_DIR);
     prepare_out(&cfg.out, &findings_dir)?;
+    let scope = crate::process::Scope::enter();
     let jobs = if cfg.jobs == 0 {
         std::thread::available_parallelism().map_or(1, |n| n.get())
     } else {
@@ -95,8 +96,9 @@ pub fn run_hunt<T: Target>(
     let provisional = saver.finish(clock.triage_deadline());
     let findings = settle(cfg, &ctx, jobs, control, &clock, &swept, &provisional)?;
     // A hunt that ends with external compilers still running (stopped, or past hung cases)
-    // kills them: they run in process groups of their own.
-    crate::process::kill_all();
+    // kills them: they run in process groups of their own. Only its own: another hunt in the
+    // same process (a library user's, a parallel test) keeps its compilers.
+    crate::process::kill_scope(scope.id());
     let summary = summarize(cfg, ctx.target.as_ref(), jobs, &clock, swept, findings);
     pimdiff_atomic::write_file(
         &cfg.out.join(SUMMARY_JSON),

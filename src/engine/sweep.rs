@@ -445,9 +445,11 @@ impl Pool {
             self.shard,
         );
         let s = Arc::clone(&slot);
+        let scope = crate::process::scope();
         let spawned = std::thread::Builder::new()
             .name(format!("pimdiff-hunt-{worker}"))
             .spawn(move || {
+                crate::process::set_scope(scope);
                 work(&shared, &check, &s, shard);
                 let _ = tx.send(worker);
             });

@@ -108,9 +108,11 @@ pub fn run_watched<R: Send + 'static>(
     // given to it is dropped (and with it the sender), and the work is still here to run.
     let slot = Arc::new(Mutex::new(Some(work)));
     let (clock_run, slot_run) = (Arc::clone(&clock), Arc::clone(&slot));
+    let scope = crate::process::scope();
     let _ = std::thread::Builder::new()
         .name("pimdiff-watched".into())
         .spawn(move || {
+            crate::process::set_scope(scope);
             let work = slot_run.lock().ok().and_then(|mut w| w.take());
             if let Some(work) = work {
                 let outcome =

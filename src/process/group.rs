@@ -5,18 +5,86 @@
 //! reaped. While the leader is unreaped its pid cannot be reused, so its group id names this
 //! group and no other: every `killpg` here is sent under that guarantee.
 
+use std::cell::Cell;
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
 
-/// Live groups, each with the flag [`kill_all`] sets before killing it.
-static LIVE: Mutex<BTreeMap<i32, Arc<AtomicBool>>> = Mutex::new(BTreeMap::new());
+/// A live group: the scope it was started in and the flag a kill sets before killing it.
+type Live = BTreeMap<i32, (u64, Arc<AtomicBool>)>;
 
-fn live() -> MutexGuard<'static, BTreeMap<i32, Arc<AtomicBool>>> {
+/// Live groups (see [`Live`]).
+static LIVE: Mutex<Live> = Mutex::new(BTreeMap::new());
+
+fn live() -> MutexGuard<'static, Live> {
     LIVE.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+thread_local! {
+    /// The scope the programs this thread starts belong to (0: none).
+    static SCOPE: Cell<u64> = const { Cell::new(0) };
+}
+
+/// The last scope handed out.
+static LAST_SCOPE: AtomicU64 = AtomicU64::new(0);
+
+/// A scope of programs: those one hunt starts, so that the hunt's end kills its own and not
+/// those of another hunt running in the same process (a library user's, or a parallel test).
+/// Entered on the current thread; dropping it restores the thread's scope before.
+pub struct Scope {
+    id: u64,
+    outer: u64,
+}
+
+impl Scope {
+    /// A fresh scope, entered on this thread.
+    pub fn enter() -> Scope {
+        let id = LAST_SCOPE.fetch_add(1, Ordering::SeqCst) + 1;
+        let outer = scope();
+        set_scope(id);
+        Scope { id, outer }
+    }
+
+    /// Its id, for [`set_scope`] on other threads and [`kill_scope`].
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+}
+
+impl Drop for Scope {
+    fn drop(&mut self) {
+        set_scope(self.outer);
+    }
+}
+
+/// The scope of the programs this thread starts (0: none). A thread that starts work on
+/// another thread passes it on with [`set_scope`].
+pub fn scope() -> u64 {
+    SCOPE.with(Cell::get)
+}
+
+/// Makes the programs this thread starts from now on belong to `scope`.
+pub fn set_scope(scope: u64) {
+    SCOPE.with(|s| s.set(scope));
+}
+
+/// Kills the whole group of every running program started in `scope` (SIGKILL) and returns
+/// how many groups there were; their runs end as [`super::Status::Cancelled`]. What
+/// [`kill_all`] does for the whole process, for one hunt.
+pub fn kill_scope(scope: u64) -> usize {
+    let groups = live();
+    let mut n = 0;
+    for (&pgid, (s, cancelled)) in groups.iter() {
+        if *s == scope {
+            cancelled.store(true, Ordering::SeqCst);
+            kill(pgid);
+            n += 1;
+        }
+    }
+    n
 }
 
 /// Kills every running program's whole process group (SIGKILL) and returns how many groups
@@ -27,7 +95,7 @@ fn live() -> MutexGuard<'static, BTreeMap<i32, Arc<AtomicBool>>> {
 /// killed, so callers stop starting programs first.
 pub fn kill_all() -> usize {
     let groups = live();
-    for (&pgid, cancelled) in groups.iter() {
+    for (&pgid, (_, cancelled)) in groups.iter() {
         cancelled.store(true, Ordering::SeqCst);
         kill(pgid);
     }
@@ -44,7 +112,7 @@ pub(super) struct Registered {
 impl Registered {
     pub(super) fn new(pgid: i32) -> Registered {
         let cancelled = Arc::new(AtomicBool::new(false));
-        live().insert(pgid, Arc::clone(&cancelled));
+        live().insert(pgid, (scope(), Arc::clone(&cancelled)));
         Registered { pgid, cancelled }
     }
 

@@ -44,7 +44,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 pub use capture::Captured;
-pub use group::kill_all;
+pub use group::{kill_all, kill_scope, scope, set_scope, Scope};
 pub use pin::{Environment, Pinning};
 
 /// How long a program may run and how much it may use.
