@@ -5,7 +5,8 @@
 //! A renamed file or function then fails here instead of leaving a newcomer a dead end.
 //!
 //! The chapters are the files `docs/SUMMARY.md` links; `ARCHITECTURE.md`, which the book
-//! includes, is checked by `tests/tidy.rs`.
+//! includes, is checked by `tests/tidy.rs`. The README also stays a front door of at most
+//! [`README_MAX_LINES`] lines.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -413,3 +414,16 @@ fn code_paths_are_cut_out_of_words() {
     assert_eq!(code_paths("libpimdiff::x"), Vec::<String>::new());
 }
 
+/// The README is a front door; the manual is the book.
+const README_MAX_LINES: usize = 150;
+
+#[test]
+fn the_readme_is_a_front_door_of_at_most_150_lines() {
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let lines = readme.lines().count();
+    assert!(
+        lines <= README_MAX_LINES,
+        "README.md has {lines} lines; at most {README_MAX_LINES}: move the detail into a chapter \
+         of the book (docs/SUMMARY.md)"
+    );
+}
