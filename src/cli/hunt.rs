@@ -308,7 +308,7 @@ fn pick_seed() -> u64 {
 }
 
 /// PCT schedules each hunt case runs under after the fixed one (`--schedules`): chosen by
-/// measurement (README, "Schedules") to keep the clean hunt's throughput.
+/// measurement (`docs/results/throughput.md`) to keep the clean hunt's throughput.
 pub const DEFAULT_SCHEDULES: u32 = 1;
 
 /// The hunt's seed (picked and printed first when `--seed` is absent) and its limit: what

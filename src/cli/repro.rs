@@ -138,7 +138,7 @@ pub struct CompilerArgs {
     #[arg(long)]
     pub no_race_check: bool,
     /// Run each program under K more PCT schedules (depth 3) after the first; a result that
-    /// differs is a `schedule-dependent` finding. Default: hunts 1 (see README, "Schedules"),
+    /// differs is a `schedule-dependent` finding. Default: hunts 1 (docs/results/throughput.md says why),
     /// repro and replay 0 (plus a finding's recorded schedule).
     #[arg(long, value_name = "K")]
     pub schedules: Option<u32>,
