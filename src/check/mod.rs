@@ -214,6 +214,11 @@ fn failure_outcome(case: &Case, compiler: &CompilerUnderTest, failure: CompileFa
             message,
             location,
         },
+        CompileFailure::Died { message } => Outcome::Crash {
+            stage: Stage::Compile.name().to_string(),
+            message,
+            location: None,
+        },
         CompileFailure::Poisoned { reason } => Outcome::Poisoned { reason },
     }
 }

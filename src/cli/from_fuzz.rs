@@ -87,6 +87,7 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
         );
         return Ok(exit(EXIT_OK));
     };
+    args.compiler.check()?;
     let run = args.compiler.run_config();
     let first = check_case(&original, &run);
     let Some(signature) = first.outcome.signature() else {

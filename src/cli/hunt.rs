@@ -367,6 +367,7 @@ pub fn main(mut args: Args, given: &[String]) -> anyhow::Result<ExitCode> {
     install_signal_handler(&control)?;
     let summary = match args.target {
         Target::Cases => {
+            args.compiler.check()?;
             let mut compiler = args.compiler.clone();
             compiler.schedules = compiler.schedules.or(Some(DEFAULT_SCHEDULES));
             let target = TensorTarget::new(&args.generator.config(), compiler.run_config());
@@ -381,7 +382,9 @@ pub fn main(mut args: Args, given: &[String]) -> anyhow::Result<ExitCode> {
             run_hunt(&cfg, Arc::new(puma_target(&args)?), &control)
         }
     }
-    .with_context(|| format!("hunt in {}", cfg.out.display()))?;
+    .with_context(|| format!("hunt in {}", cfg.out.display()));
+    crate::compilers::serve::shutdown();
+    let summary = summary?;
     print!("{}", render_summary(&summary));
     println!(
         "\nsummary: {}",

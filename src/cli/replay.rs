@@ -50,6 +50,7 @@ pub struct Args {
 }
 
 pub fn main(args: Args) -> anyhow::Result<ExitCode> {
+    args.compiler.check()?;
     let base = args.compiler.run_config();
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(args.jobs.unwrap_or(0))

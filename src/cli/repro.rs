@@ -103,6 +103,16 @@ pub struct CompilerArgs {
     /// (an empty bundle directory) in it. Default: the in-repo compiler.
     #[arg(long, value_name = "CMD", conflicts_with_all = ["no_skip_padding", "no_weight_skipping", "inject_bug", "lowering", "reduction"])]
     pub compiler_cmd: Option<String>,
+    /// How --compiler-cmd is run: `process` (default: once per case, with `{case}`/`{out}`)
+    /// or `serve` (started once per job, one JSON request line per case on its standard
+    /// input, one answer line back; no placeholders; see docs/serve-protocol.md).
+    #[arg(
+        long,
+        value_name = "process|serve",
+        value_enum,
+        requires = "compiler_cmd"
+    )]
+    pub compiler_protocol: Option<CompilerProtocol>,
     /// In-repo compiler: do not skip kernel positions that fall in the padding.
     #[arg(long)]
     pub no_skip_padding: bool,
@@ -157,12 +167,40 @@ pub struct CompilerArgs {
     pub inject_interpreter_panic: Option<pimdiff_isa::Opcode>,
 }
 
+/// How an external compiler command is run.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum CompilerProtocol {
+    /// Once per case, the directories in its `{case}`/`{out}` placeholders.
+    #[default]
+    Process,
+    /// Started once per job, one request line per case (`pimdiff compile --serve`).
+    Serve,
+}
+
 impl CompilerArgs {
+    /// Refuses flags that contradict each other in ways clap cannot see: a serve-protocol
+    /// command with placeholders (its directories travel in the requests).
+    pub fn check(&self) -> anyhow::Result<()> {
+        if let (Some(CompilerProtocol::Serve), Some(command)) =
+            (self.compiler_protocol, &self.compiler_cmd)
+        {
+            if crate::compilers::serve::has_placeholder(command) {
+                anyhow::bail!(
+                    "--compiler-protocol serve takes a command without {{case}} or {{out}} (the \
+                     directories are sent in each request): `{command}`"
+                );
+            }
+        }
+        Ok(())
+    }
+
     /// The run configuration these flags describe.
     pub fn run_config(&self) -> RunConfig {
         let compiler = if let Some(command) = &self.compiler_cmd {
-            CompilerUnderTest::External {
-                command: command.clone(),
+            let command = command.clone();
+            match self.compiler_protocol.unwrap_or_default() {
+                CompilerProtocol::Process => CompilerUnderTest::External { command },
+                CompilerProtocol::Serve => CompilerUnderTest::Served { command },
             }
         } else if let Some(bug) = self.inject_bug {
             CompilerUnderTest::Mutated(bug, self.inject_into.unwrap_or_default())
@@ -234,6 +272,7 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
     if crate::targets::puma::repro::is_puma_finding(&args.dir) {
         return puma_main(&args);
     }
+    args.compiler.check()?;
     let mut entry = load_entry(&args.dir)
         .with_context(|| format!("cannot read the case {}", args.dir.display()))?;
     if args.compiler.lowering.is_some() {

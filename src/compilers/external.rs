@@ -3,7 +3,8 @@
 //!
 //! The contract, exactly:
 //!
-//! * The harness writes the case to a fresh temporary directory (`case-format.md`, with
+//! * The harness writes the case to a fresh temporary directory (in [`super::scratch_dir`],
+//!   a RAM file system when there is one; `case-format.md`, with
 //!   `expected.npy` left out so the compiler cannot copy the answer) and creates an empty
 //!   bundle directory beside it.
 //! * The command line is run by `sh -c`, after replacing every `{case}` with the case
@@ -49,7 +50,8 @@ pub fn compile_external(
     command: &str,
     timeout: Duration,
 ) -> Result<Bundle, CompileFailure> {
-    let invocation = Invocation::new("sh", "pimdiff-ext-").map_err(|e| poisoned(e.to_string()))?;
+    let invocation = Invocation::new_in("sh", "pimdiff-ext-", &super::scratch_dir())
+        .map_err(|e| poisoned(e.to_string()))?;
     let case_dir = invocation.dir().join("case");
     let out_dir = invocation.dir().join("bundle");
     let mut case = case.clone();
@@ -113,7 +115,7 @@ fn poisoned(reason: String) -> CompileFailure {
 
 /// Shows paths inside the bundle directory relative to it (`bundle/io.json`), so that messages
 /// (and signatures) do not depend on the temporary directory's name.
-fn strip_dir(message: &str, out_dir: &Path) -> String {
+pub(super) fn strip_dir(message: &str, out_dir: &Path) -> String {
     let prefix = format!("{}/", out_dir.display());
     message.replace(&prefix, "bundle/")
 }

@@ -1,7 +1,8 @@
 //! The compilers under test: what turns a case into a [`Bundle`].
 //!
-//! Three kinds, one enum ([`CompilerUnderTest`]): the in-repo channel-wise compiler
-//! ([`in_repo`]), any external command that follows the bundle protocol ([`external`]), and the
+//! Four kinds, one enum ([`CompilerUnderTest`]): the in-repo channel-wise compiler
+//! ([`in_repo`]), any external command that follows the bundle protocol, run once per case
+//! ([`external`]) or kept running and sent one request per case ([`serve`]), and the
 //! in-repo compiler with a deliberately injected miscompilation ([`mutated`]), which proves that
 //! the loop finds bugs. They report failure in one vocabulary, [`CompileFailure`], which the
 //! checker ([`crate::check`]) turns into outcomes; this module knows nothing of outcomes,
@@ -12,6 +13,7 @@ pub mod external;
 pub mod in_repo;
 pub mod injected;
 pub mod races;
+pub mod serve;
 
 use std::time::Duration;
 
@@ -22,6 +24,33 @@ use pimdiff_oracle::Case;
 pub use self::decline::{Claim, Resource};
 use self::injected::BugClass;
 
+/// Where the case and bundle directories handed to an external compiler are made: `$PIMDIFF_SCRATCH`
+/// when set, else `/dev/shm` when it is a writable directory, else the temporary directory.
+///
+/// The directories live for one compile and hold a dozen small files each; on a disk file
+/// system creating and deleting them is most of a case's time (ext4's inode allocation: a
+/// serve-protocol hunt of `pimdiff compile --serve` ran 121 cases/s in `/tmp` on ext4 and 2495
+/// in `/dev/shm`, process-per-case 37 and 444, on the same loaded 2-core machine).
+pub fn scratch_dir() -> std::path::PathBuf {
+    static DIR: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| {
+        if let Some(dir) = std::env::var_os("PIMDIFF_SCRATCH") {
+            return dir.into();
+        }
+        let shm = std::path::Path::new("/dev/shm");
+        let writable = tempfile::Builder::new()
+            .prefix("pimdiff-probe-")
+            .tempdir_in(shm)
+            .is_ok();
+        if writable {
+            shm.to_path_buf()
+        } else {
+            std::env::temp_dir()
+        }
+    })
+    .clone()
+}
+
 /// Which compiler produces the bundle.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum CompilerUnderTest {
@@ -30,6 +59,9 @@ pub enum CompilerUnderTest {
     /// Any command that reads a case directory and writes a bundle directory; `{case}` and
     /// `{out}` are replaced by the two paths (see [`external`] for the exact rules).
     External { command: String },
+    /// A command that speaks the persistent protocol (`--compiler-protocol serve`): started
+    /// once per worker, one request line per case (see [`serve`]). No placeholders.
+    Served { command: String },
     /// The in-repo compiler (default options, this lowering) with a deliberately injected
     /// miscompilation (see [`mutated`]): for proving that the loop finds bugs, and as a sanity
     /// check of a setup. A case without a site for the bug compiles correctly.
@@ -45,7 +77,7 @@ impl CompilerUnderTest {
         let options = match self {
             CompilerUnderTest::InRepo(options) => *options,
             CompilerUnderTest::Mutated(bug, lowering) => injected::options_for(*bug, *lowering),
-            CompilerUnderTest::External { .. } => return None,
+            CompilerUnderTest::External { .. } | CompilerUnderTest::Served { .. } => return None,
         };
         std::panic::catch_unwind(|| pimdiff_compiler::compile_with_provenance(case, &options))
             .ok()?
@@ -75,6 +107,9 @@ pub enum CompileFailure {
     /// An external compiler still ran after its time limit and was killed: a hang of the
     /// compiler under test, a finding.
     TimedOut { limit: Duration },
+    /// A compile server ([`serve`]) ended before answering (a signal, an exit, its memory
+    /// limit): a crash of the compiler under test, with its status and standard error.
+    Died { message: String },
     /// The in-process compiler panicked: a crash, with the message and where it happened.
     Panicked {
         message: String,
@@ -100,16 +135,22 @@ impl CompilerUnderTest {
             CompilerUnderTest::External { command } => {
                 external::compile_external(case, command, external_timeout)
             }
+            CompilerUnderTest::Served { command } => {
+                serve::compile_served(case, command, external_timeout)
+            }
         }
     }
 
     /// A stable description, recorded in findings so that `repro` can say when the compiler
     /// differs: e.g. `in-repo pimdiff-compiler 0.1.0 (skip_padding, weight_skipping)`,
-    /// `external: mycc {case} {out}`, `in-repo pimdiff-compiler 0.1.0 + injected bug missing-bias`.
+    /// `external: mycc {case} {out}`, `external (serve protocol): mycc --serve`, `in-repo pimdiff-compiler 0.1.0 + injected bug missing-bias`.
     pub fn describe(&self) -> String {
         match self {
             CompilerUnderTest::InRepo(o) => in_repo::describe(o),
             CompilerUnderTest::External { command } => format!("external: {command}"),
+            CompilerUnderTest::Served { command } => {
+                format!("external (serve protocol): {command}")
+            }
             CompilerUnderTest::Mutated(bug, lowering) => format!(
                 "{} + injected bug {}",
                 in_repo::describe(&CompileOptions {
@@ -132,7 +173,7 @@ impl CompilerUnderTest {
                 lowering: *lowering,
                 ..CompileOptions::default()
             }),
-            CompilerUnderTest::External { .. } => None,
+            CompilerUnderTest::External { .. } | CompilerUnderTest::Served { .. } => None,
         }
     }
 
@@ -142,7 +183,7 @@ impl CompilerUnderTest {
         match self {
             CompilerUnderTest::InRepo(o) => Some(o.lowering),
             CompilerUnderTest::Mutated(_, lowering) => Some(*lowering),
-            CompilerUnderTest::External { .. } => None,
+            CompilerUnderTest::External { .. } | CompilerUnderTest::Served { .. } => None,
         }
     }
 
@@ -155,6 +196,9 @@ impl CompilerUnderTest {
     /// Whether the compiler runs as a separate process (its time is bounded by its own
     /// timeout, on top of the per-case watchdog's).
     pub fn is_external(&self) -> bool {
-        matches!(self, CompilerUnderTest::External { .. })
+        matches!(
+            self,
+            CompilerUnderTest::External { .. } | CompilerUnderTest::Served { .. }
+        )
     }
 }

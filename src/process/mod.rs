@@ -2,7 +2,8 @@
 //! in a process group of its own, in a fresh temporary working directory, under a deadline and
 //! a resident-memory limit that kill the whole group, with its output captured up to a bound
 //! and its nondeterminism optionally pinned. Every target's compiler runs through
-//! [`Invocation::run`]; [`kill_all`] ends every program still running.
+//! [`Invocation::run`] (or, kept running and answering one line per request,
+//! [`Invocation::serve`]); [`kill_all`] ends every program still running.
 //!
 //! Why it is built the way it is (figures from `cargo bench --bench process`):
 //!
@@ -33,6 +34,7 @@
 mod capture;
 mod group;
 mod pin;
+mod server;
 mod watch;
 
 use std::ffi::{OsStr, OsString};
@@ -46,6 +48,7 @@ use serde::{Deserialize, Serialize};
 pub use capture::Captured;
 pub use group::{kill_all, kill_scope, scope, set_scope, Scope};
 pub use pin::{Environment, Pinning};
+pub use server::{Answer, Server};
 
 /// How long a program may run and how much it may use.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -185,11 +188,20 @@ impl Invocation {
     /// `program` (a path, or a name looked up in `PATH`), with a new empty temporary directory
     /// named `<prefix>XXXXXX`, a 60 s timeout and nothing pinned.
     pub fn new(program: impl AsRef<OsStr>, prefix: &str) -> Result<Invocation, ProcessError> {
+        Invocation::new_in(program, prefix, &std::env::temp_dir())
+    }
+
+    /// [`Invocation::new`] with the temporary directory made in `base`.
+    pub fn new_in(
+        program: impl AsRef<OsStr>,
+        prefix: &str,
+        base: &Path,
+    ) -> Result<Invocation, ProcessError> {
         let dir = tempfile::Builder::new()
             .prefix(prefix)
-            .tempdir()
+            .tempdir_in(base)
             .map_err(|source| ProcessError::WorkDir {
-                dir: std::env::temp_dir(),
+                dir: base.to_path_buf(),
                 source,
             })?;
         Ok(Invocation {
@@ -245,30 +257,8 @@ impl Invocation {
     /// Runs the program to its end (or its kill) with standard input closed, and returns how
     /// it went. Errors are the harness's failures; the program's own are in [`Run::status`].
     pub fn run(self) -> Result<Run, ProcessError> {
-        let program = self.pinning.resolve(&self.program)?;
-        let mut cmd = Command::new(&program);
-        cmd.args(&self.args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0);
-        if let WorkingDir::Inside(relative) = &self.working {
-            cmd.current_dir(self.dir.path().join(relative));
-        }
-        self.pinning.apply(&mut cmd)?;
         let start = Instant::now();
-        let child = {
-            let _aslr = self
-                .pinning
-                .aslr_disabled
-                .then(pin::AslrOff::set)
-                .transpose()?;
-            cmd.spawn()
-        }
-        .map_err(|source| ProcessError::Spawn {
-            program: program.to_string_lossy().into_owned(),
-            source,
-        })?;
+        let (child, program) = self.spawn(Stdio::null())?;
         let pid = child.id();
         let watched =
             watch::supervise(child, &self.limits, start).map_err(|source| ProcessError::Watch {
@@ -286,5 +276,35 @@ impl Invocation {
             pid,
             dir: self.dir,
         })
+    }
+
+    /// Spawns the program in its own process group, with `stdin`, output piped, the pinned
+    /// environment, and address-space randomization off when asked; the child and the path it
+    /// was spawned from.
+    fn spawn(&self, stdin: Stdio) -> Result<(std::process::Child, PathBuf), ProcessError> {
+        let program = self.pinning.resolve(&self.program)?;
+        let mut cmd = Command::new(&program);
+        cmd.args(&self.args)
+            .stdin(stdin)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0);
+        if let WorkingDir::Inside(relative) = &self.working {
+            cmd.current_dir(self.dir.path().join(relative));
+        }
+        self.pinning.apply(&mut cmd)?;
+        let child = {
+            let _aslr = self
+                .pinning
+                .aslr_disabled
+                .then(pin::AslrOff::set)
+                .transpose()?;
+            cmd.spawn()
+        }
+        .map_err(|source| ProcessError::Spawn {
+            program: program.to_string_lossy().into_owned(),
+            source,
+        })?;
+        Ok((child, program))
     }
 }

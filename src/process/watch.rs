@@ -20,11 +20,11 @@ use super::{signal_name, Limits, Status};
 /// How long output is still read after the group is killed. The group's members are dead
 /// within milliseconds of SIGKILL; a pipe still open after this is held by a process that left
 /// the group (a daemon that called `setsid`), which is not waited for.
-const DRAIN_GRACE: Duration = Duration::from_millis(250);
+pub(super) const DRAIN_GRACE: Duration = Duration::from_millis(250);
 
 /// How long, at most, to wait for the processes of a killed group to die. SIGKILL cannot be
 /// caught, so only a process stuck in the kernel (uninterruptible sleep) takes longer.
-const DEATH_BOUND: Duration = Duration::from_secs(2);
+pub(super) const DEATH_BOUND: Duration = Duration::from_secs(2);
 
 /// Bytes read from one pipe per wake-up, at most.
 const READ_BURST: usize = 1 << 20;
@@ -188,7 +188,7 @@ fn poll_once(
 }
 
 /// The time until `wake` in whole milliseconds, rounded up (so that a wake-up is never early).
-fn timeout_until(wake: Instant) -> PollTimeout {
+pub(super) fn timeout_until(wake: Instant) -> PollTimeout {
     let left = wake.saturating_duration_since(Instant::now());
     let ms = left.as_nanos().div_ceil(1_000_000).min(i32::MAX as u128) as i32;
     PollTimeout::try_from(ms).unwrap_or(PollTimeout::MAX)
@@ -214,7 +214,7 @@ fn drain(pipes: &mut [Pipe; 2], until: Instant) -> io::Result<()> {
 
 /// Waits until every process of the killed group `pgid` is dead, each on a pidfd of its own
 /// (so without polling), for at most [`DEATH_BOUND`].
-fn wait_group_dead(pgid: i32) -> io::Result<()> {
+pub(super) fn wait_group_dead(pgid: i32) -> io::Result<()> {
     let until = Instant::now() + DEATH_BOUND;
     loop {
         let alive: Vec<OwnedFd> = group::members(pgid)
@@ -232,7 +232,7 @@ fn wait_group_dead(pgid: i32) -> io::Result<()> {
 }
 
 /// Waits until every fd of `fds` is readable, or until `until`.
-fn wait_readable(fds: &[BorrowedFd<'_>], until: Instant) -> io::Result<()> {
+pub(super) fn wait_readable(fds: &[BorrowedFd<'_>], until: Instant) -> io::Result<()> {
     let mut waiting: Vec<BorrowedFd<'_>> = fds.to_vec();
     while !waiting.is_empty() && Instant::now() < until {
         let mut polled: Vec<PollFd<'_>> = waiting
@@ -254,7 +254,7 @@ fn wait_readable(fds: &[BorrowedFd<'_>], until: Instant) -> io::Result<()> {
 }
 
 /// A pidfd of process `pid`: readable once it has exited.
-fn pidfd_open(pid: i32) -> io::Result<OwnedFd> {
+pub(super) fn pidfd_open(pid: i32) -> io::Result<OwnedFd> {
     // SAFETY: pidfd_open takes a pid and flags and returns a new file descriptor or -1.
     let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
     if fd < 0 {
@@ -266,7 +266,7 @@ fn pidfd_open(pid: i32) -> io::Result<OwnedFd> {
 
 /// Reaps the leader (blocking: it is dead or killed by now); its exit status and the kernel's
 /// peak resident memory of it and of the descendants it waited for, in bytes.
-fn reap(pid: i32) -> io::Result<(ExitStatus, u64)> {
+pub(super) fn reap(pid: i32) -> io::Result<(ExitStatus, u64)> {
     let mut status = 0;
     // SAFETY: rusage is plain data, valid when zeroed.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };

@@ -77,6 +77,16 @@ impl Checker for TwoBugs {
                     ..none(Outcome::CompileError { message })
                 }
             }
+            Err(CompileFailure::Died { message }) => {
+                return CaseResult {
+                    oracle: Some(oracle),
+                    ..none(Outcome::Crash {
+                        stage: "compile".into(),
+                        message,
+                        location: None,
+                    })
+                }
+            }
             Err(CompileFailure::Poisoned { reason }) => return none(Outcome::Poisoned { reason }),
             Err(CompileFailure::TimedOut { limit }) => {
                 return none(Outcome::Poisoned {
