@@ -178,6 +178,8 @@ fn setup(bin: &Path, config: &Path, timeout: Duration) -> CompilerSetup {
         shim: None,
         timeout,
         max_rss_bytes: 4 << 30,
+        coverage: None,
+        huge_pages: false,
     }
 }
 

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Builds PIMCOMP-NN (snapshot 2ed10c8, Apache-2.0) with the project's patch set, Release with
-# debug symbols, and the LD_PRELOAD shim (pinned time(), crash backtraces); cached under
-# target/pimcomp-nn/<key>/, where <key> hashes the source tarball, every patch, the shim and
-# this script, so an edited patch rebuilds.
+# debug symbols, and the LD_PRELOAD shim (pinned time(), crash backtraces, huge pages, edge
+# coverage); cached under target/pimcomp-nn/<key>/, where <key> hashes the source tarball, every
+# patch and this script, so an edited patch rebuilds (an edited shim is only rebuilt itself).
 #
 #   scripts/build-pimcomp.sh            # prints the binary's path on the last line of stdout
 #   scripts/build-pimcomp.sh --with-fixes   # plus every candidate fix in scripts/pimcomp-fixes/
+#   scripts/build-pimcomp.sh --coverage     # instrumented: gcov line/branch counts and per-case edges
 #   PIMDIFF_SHARED=/path/to/shared scripts/build-pimcomp.sh
 #
 # Source: $PIMCOMP_NN_SRC, else $PIMDIFF_SHARED/external/pimcomp-nn-2ed10c8-src.tar.gz
@@ -16,16 +17,25 @@
 # which finding it fixes and why), after the extra ones. Missing cmake/g++/make: installed with apt-get when run as root,
 # otherwise the exact command is printed and the script exits 2.
 #
+# --coverage builds a separate tree (its own cache key) with gcov (`--coverage`) and GCC's
+# `-fsanitize-coverage=trace-pc`, linked against the shim, which records the edges of each case
+# in a map the hunt hands it (docs/coverage.md). Same optimization and NDEBUG as the plain build,
+# so it compiles the same programs. The build tree stays (gcov needs its .gcno files and the
+# sources): `<dest>/src/`, and the .gcda paths compiled in point there; a hunt moves them with
+# GCOV_PREFIX. Use it with `pimdiff hunt --target pimcomp-nn --coverage --pimcomp-bin PATH`.
+#
 # Use the result with `pimdiff hunt --target pimcomp-nn --pimcomp-bin PATH` or
 # `PIMCOMP_NN_BIN=PATH`; the shim `libpimdiff-shim.so` sits beside the binary and is found there.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 with_fixes=0
+coverage=0
 for arg in "$@"; do
     case "$arg" in
         --with-fixes) with_fixes=1 ;;
-        *) echo "build-pimcomp: unknown argument: $arg (known: --with-fixes)" >&2; exit 2 ;;
+        --coverage) coverage=1 ;;
+        *) echo "build-pimcomp: unknown argument: $arg (known: --with-fixes, --coverage)" >&2; exit 2 ;;
     esac
 done
 shared="${PIMDIFF_SHARED:-$root/../shared}"
@@ -67,11 +77,50 @@ shim="$root/scripts/pimcomp-shim.c"
 
 key="$( { sha256sum "$src" | cut -d' ' -f1
           for p in "${patches[@]}"; do basename "$p"; sha256sum < "$p"; done
-          sha256sum < "$shim"; sha256sum < "${BASH_SOURCE[0]}"; } | sha256sum | cut -c1-16)"
+          sha256sum < "${BASH_SOURCE[0]}"; echo "coverage=$coverage"; } \
+        | sha256sum | cut -c1-16)"
 dest="${CARGO_TARGET_DIR:-$root/target}/pimcomp-nn/$key"
 bin="$dest/PIMCOMP-NN"
+shim_sum="$(sha256sum < "$shim" | cut -c1-64)"
+# The shim is not in the key (it is built in a second): a cached build whose shim is older
+# than scripts/pimcomp-shim.c gets the new one, put in place by a rename.
+build_shim() {
+    cc -shared -fPIC -O2 -o "$1/libpimdiff-shim.so.tmp" "$shim" -ldl
+    mv "$1/libpimdiff-shim.so.tmp" "$1/libpimdiff-shim.so"
+    echo "$shim_sum" > "$1/shim.sha256"
+}
 if [ -x "$bin" ] && [ -f "$dest/libpimdiff-shim.so" ]; then
+    if [ "$(cat "$dest/shim.sha256" 2>/dev/null)" != "$shim_sum" ]; then
+        echo "build-pimcomp: rebuilding the shim of $dest" >&2
+        build_shim "$dest"
+    fi
     echo "build-pimcomp: cached ($dest)" >&2
+    echo "$bin"
+    exit 0
+fi
+
+if [ "$coverage" = 1 ]; then
+    # Built in place (the .gcda paths compiled in name the object directories); the binary is
+    # copied in last, so a build cut short is not taken for a cached one.
+    rm -rf "$dest"
+    mkdir -p "$dest/src"
+    tar xzf "$src" -C "$dest/src" --strip-components=1
+    for p in "${patches[@]}"; do
+        echo "build-pimcomp: applying $(basename "$p")" >&2
+        patch -p1 -d "$dest/src" --no-backup-if-mismatch < "$p" >&2
+    done
+    build_shim "$dest"
+    instrument="-g --coverage -fsanitize-coverage=trace-pc"
+    cmake -S "$dest/src" -B "$dest/src/build" -DCMAKE_BUILD_TYPE=Release \
+        -DCMAKE_CXX_FLAGS="$instrument" -DCMAKE_C_FLAGS="$instrument" \
+        -DCMAKE_EXE_LINKER_FLAGS="--coverage -L$dest -Wl,--no-as-needed -lpimdiff-shim -Wl,-rpath,\$ORIGIN -Wl,--export-dynamic-symbol=__gcov_dump" >&2
+    cmake --build "$dest/src/build" -j "${PIMCOMP_BUILD_JOBS:-2}" >&2
+    cp "$dest/src/config.json" "$dest/config.json"
+    printf '%s\n' "${patches[@]##*/}" > "$dest/patches.txt"
+    echo "$dest/src" > "$dest/coverage-source.txt"
+    cp "$dest/src/build/PIMCOMP-NN" "$dest/PIMCOMP-NN.tmp"
+    mv "$dest/PIMCOMP-NN.tmp" "$bin"
+    echo "build-pimcomp: built $bin (coverage)" >&2
     echo "$bin"
     exit 0
 fi
@@ -92,7 +141,7 @@ cmake --build "$srcdir/build" -j "${PIMCOMP_BUILD_JOBS:-2}" >&2
 mkdir -p "$dest.tmp"
 cp "$srcdir/build/PIMCOMP-NN" "$dest.tmp/PIMCOMP-NN"
 cp "$srcdir/config.json" "$dest.tmp/config.json"
-cc -shared -fPIC -O2 -o "$dest.tmp/libpimdiff-shim.so" "$shim" -ldl
+build_shim "$dest.tmp"
 printf '%s\n' "${patches[@]##*/}" > "$dest.tmp/patches.txt"
 rm -rf "$dest"
 mv "$dest.tmp" "$dest"

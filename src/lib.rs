@@ -28,6 +28,7 @@ pub mod check;
 pub mod cli;
 pub mod compilers;
 pub mod corpus;
+pub mod coverage;
 pub mod engine;
 pub mod finding;
 pub mod fuzz_targets;

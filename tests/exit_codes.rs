@@ -429,6 +429,19 @@ fn first_rows(f: &Fixture) -> Vec<Row> {
             ],
             2,
         ),
+        hunt_row(
+            "--coverage with a binary not built for it",
+            "h-cov",
+            &[
+                "--target",
+                "pimcomp-nn",
+                "--coverage",
+                "--pimcomp-bin",
+                &fake_pimcomp("PIMCOMP-NN"),
+            ],
+            2,
+        ),
+        hunt_row("--coverage of another target", "h-cov2", &["--coverage"], 2),
         // from-fuzz
         row(
             "from-fuzz",

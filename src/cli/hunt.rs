@@ -16,7 +16,7 @@
 //! the next hunt).
 
 use std::io::IsTerminal;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -136,6 +136,13 @@ pub enum PipelineMode {
     Both,
 }
 
+/// The page size PIMCOMP-NN's static data get.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PageSize {
+    Huge,
+    Small,
+}
+
 /// Flags of `--target pimcomp-nn`.
 #[derive(clap::Args, Debug, Clone)]
 pub struct PimcompTargetArgs {
@@ -155,6 +162,19 @@ pub struct PimcompTargetArgs {
     /// Largest number of blocks of a generated network (--target pimcomp-nn).
     #[arg(long, value_name = "N")]
     pub max_blocks: Option<usize>,
+    /// Page size for PIMCOMP-NN's zero-initialized data: `huge` (transparent huge pages:
+    /// compiles about twice as fast, same programs) or `small` (4 KiB pages, as before; for
+    /// comparing).
+    #[arg(long, value_enum, default_value = "huge")]
+    pub pimcomp_pages: PageSize,
+    /// Measure PIMCOMP-NN's coverage (--pimcomp-bin must be a `scripts/build-pimcomp.sh
+    /// --coverage` build): each case's edges, and line and branch totals in summary.json.
+    #[arg(long)]
+    pub coverage: bool,
+    /// With --coverage: also an HTML report by gcovr in DIR (gcovr from $PATH or
+    /// scripts/setup-python.sh's environment).
+    #[arg(long, value_name = "DIR", requires = "coverage")]
+    pub coverage_html: Option<PathBuf>,
 }
 
 /// The PUMA compiler's trees (`scripts/build-puma.sh`), for `hunt --target puma` and `repro`.
@@ -375,7 +395,15 @@ pub fn main(mut args: Args, given: &[String]) -> anyhow::Result<ExitCode> {
         }
         Target::PimcompNn => {
             cfg.minimize.max_steps = PIMCOMP_MINIMIZE_RUNS as usize;
-            run_hunt(&cfg, Arc::new(pimcomp_target(&args)?), &control)
+            let target = Arc::new(pimcomp_target(&args, &cfg.out)?);
+            let summary = run_hunt(&cfg, Arc::clone(&target), &control);
+            crate::targets::pimcomp_nn::profile::report();
+            if let (Some(dir), Some(c)) =
+                (&args.pimcomp.coverage_html, &target.cases.setup.coverage)
+            {
+                crate::targets::pimcomp_nn::coverage_html(c, dir);
+            }
+            summary
         }
         Target::Puma => {
             cfg.minimize.max_steps = PUMA_MINIMIZE_RUNS as usize;
@@ -395,14 +423,22 @@ pub fn main(mut args: Args, given: &[String]) -> anyhow::Result<ExitCode> {
 }
 
 /// The PIMCOMP-NN target the flags describe.
-fn pimcomp_target(args: &Args) -> anyhow::Result<PimcompTarget> {
+fn pimcomp_target(args: &Args, out: &Path) -> anyhow::Result<PimcompTarget> {
     let t = &args.pimcomp;
-    let setup = CompilerSetup::locate(
+    let mut setup = CompilerSetup::locate(
         t.pimcomp_bin.as_deref(),
         t.compile_timeout,
         t.max_rss_mib.saturating_mul(1 << 20),
     )
     .map_err(|e| anyhow::anyhow!("{e}"))?;
+    setup.huge_pages = t.pimcomp_pages == PageSize::Huge;
+    if t.coverage {
+        let vendored = crate::targets::pimcomp_nn::VENDORED;
+        setup.coverage = Some(
+            crate::coverage::CoverageRun::for_build(&setup.bin, out, &vendored)
+                .map_err(|e| anyhow::anyhow!("--coverage: {e}"))?,
+        );
+    }
     let pipelines = match t.mode {
         PipelineMode::Batch => vec![Pipeline::Batch],
         PipelineMode::Element => vec![Pipeline::Element],

@@ -270,6 +270,7 @@ fn summarize<T: Target>(
         generator: target.generator(),
         details: target.summary_details(),
         merged_from: Vec::new(),
+        coverage: target.coverage(),
     };
     summary.failures = summary.failure_reasons();
     summary

@@ -111,6 +111,20 @@ pub trait Target: Send + Sync + 'static {
         String::new()
     }
 
+    /// The edges of the compiler under test that `run` entered, for coverage-guided
+    /// generation: ids stable across the runs of one hunt, compared and merged with
+    /// [`EdgeSet`](crate::coverage::EdgeSet)'s methods. `None` when not measured (the default;
+    /// a PIMCOMP-NN hunt measures them with `--coverage`).
+    fn edges(&self, _run: &Self::Run) -> Option<crate::coverage::EdgeSet> {
+        None
+    }
+
+    /// Line and branch coverage of the compiler's own source over the whole hunt, read once
+    /// after the last run (`summary.json`'s `coverage`). `None` when not measured.
+    fn coverage(&self) -> Option<crate::coverage::Coverage> {
+        None
+    }
+
     /// What only this target reports in `summary.json` (`details`): a pipeline mode, say.
     fn summary_details(&self) -> serde_json::Value {
         serde_json::Value::Null

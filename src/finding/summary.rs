@@ -136,6 +136,9 @@ pub struct HuntSummary {
     /// single hunt's summary. A merge's `seed` and `shard` are its first hunt's.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub merged_from: Vec<MergedInput>,
+    /// Line and branch coverage of the compiler's own source (`hunt --coverage`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub coverage: Option<crate::coverage::Coverage>,
 }
 
 impl HuntSummary {
@@ -276,7 +279,50 @@ pub fn render_summary(s: &HuntSummary) -> String {
     outcomes_section(&mut md, s);
     declines_section(&mut md, s);
     findings_section(&mut md, s);
+    coverage_section(&mut md, s);
     md
+}
+
+/// The compiler's coverage, when measured: the totals and the files no case entered.
+fn coverage_section(md: &mut String, s: &HuntSummary) {
+    use std::fmt::Write;
+    let Some(c) = &s.coverage else {
+        return;
+    };
+    let pct = |hit: u64, total: u64| {
+        if total == 0 {
+            0.0
+        } else {
+            100.0 * hit as f64 / total as f64
+        }
+    };
+    let t = &c.totals;
+    let _ = writeln!(md, "\n## Coverage of the compiler's source ({})\n", c.tool);
+    let _ = writeln!(
+        md,
+        "- lines: {} of {} ({:.1}%)",
+        t.lines_hit,
+        t.lines_total,
+        pct(t.lines_hit, t.lines_total)
+    );
+    let _ = writeln!(
+        md,
+        "- branches: {} of {} ({:.1}%)",
+        t.branches_hit,
+        t.branches_total,
+        pct(t.branches_hit, t.branches_total)
+    );
+    if let Some(e) = c.edges_hit {
+        let _ = writeln!(md, "- distinct edges entered: {e}");
+    }
+    if c.never_entered.is_empty() {
+        let _ = writeln!(md, "- every source file was entered");
+    } else {
+        let _ = writeln!(md, "- never entered ({}):", c.never_entered.len());
+        for f in &c.never_entered {
+            let _ = writeln!(md, "  - `{f}`");
+        }
+    }
 }
 
 /// A merged summary's hunts, one row each.

@@ -5,6 +5,8 @@ use serde::Serialize;
 use super::compile::{compile, CompileRun, CompilerSetup, Pipeline};
 use super::cross;
 use super::outcome::{check_outcome, compile_outcome, severity, CaseOutcome, NodeSeen};
+use super::profile::{self, Phase};
+use crate::coverage::EdgeSet;
 use crate::finding::{Kind, Signature};
 use crate::targets::pimcomp_nn::network::{NetConfig, Network};
 
@@ -55,6 +57,8 @@ pub struct CaseResult {
     /// With both pipelines: the two checks disagree where the reference cannot say which is
     /// wrong ([`cross`]).
     pub cross: Option<CaseOutcome>,
+    /// The edges the compiles entered (all pipelines), when coverage is measured.
+    pub edges: Option<EdgeSet>,
 }
 
 /// A case's outcome kind over all pipelines (the most severe) and its finding signatures.
@@ -74,7 +78,7 @@ impl CaseContext {
         pipeline: Pipeline,
         keep: bool,
     ) -> (CaseOutcome, Option<CompileRun>) {
-        let (o, run, _) = self.run_observed(network, case_seed, pipeline, keep);
+        let (o, run, _, _) = self.run_observed(network, case_seed, pipeline, keep);
         (o, run)
     }
 
@@ -85,12 +89,17 @@ impl CaseContext {
         case_seed: u64,
         pipeline: Pipeline,
         keep: bool,
-    ) -> (CaseOutcome, Option<CompileRun>, Option<Vec<NodeSeen>>) {
+    ) -> (
+        CaseOutcome,
+        Option<CompileRun>,
+        Option<Vec<NodeSeen>>,
+        Option<EdgeSet>,
+    ) {
         let unsupported =
             |detail: String| CaseOutcome::new(pipeline, Kind::Unsupported, None, detail);
         let json = match network.to_model_json() {
             Ok(j) => j,
-            Err(e) => return (unsupported(format!("network: {e}")), None, None),
+            Err(e) => return (unsupported(format!("network: {e}")), None, None, None),
         };
         let run = match compile(&self.setup, &json, pipeline, pin_time(case_seed)) {
             Ok(r) => r,
@@ -99,14 +108,18 @@ impl CaseContext {
                     unsupported(format!("cannot run PIMCOMP-NN: {e}")),
                     None,
                     None,
+                    None,
                 )
             }
         };
-        let (outcome, seen) = match compile_outcome(&self.setup, pipeline, &run) {
-            Some(o) => (o, None),
-            None => check_outcome(pipeline, &run, case_seed),
-        };
-        (outcome, keep.then_some(run), seen)
+        let (outcome, seen) = profile::timed(Phase::Check, || {
+            match compile_outcome(&self.setup, pipeline, &run) {
+                Some(o) => (o, None),
+                None => check_outcome(pipeline, &run, case_seed),
+            }
+        });
+        let edges = run.edges.clone();
+        (outcome, keep.then_some(run), seen, edges)
     }
 
     /// `network` in each of `pipelines`, and with both, the cross-pipeline comparison.
@@ -117,30 +130,53 @@ impl CaseContext {
         pipelines: &[Pipeline],
         keep: bool,
     ) -> (Vec<(CaseOutcome, Option<CompileRun>)>, Option<CaseOutcome>) {
+        let (outcomes, cross, _) = self.run_pipelines_measured(network, case_seed, pipelines, keep);
+        (outcomes, cross)
+    }
+
+    /// [`run_pipelines`](Self::run_pipelines) with the union of the compiles' edges.
+    #[allow(clippy::type_complexity)]
+    fn run_pipelines_measured(
+        &self,
+        network: &Network,
+        case_seed: u64,
+        pipelines: &[Pipeline],
+        keep: bool,
+    ) -> (
+        Vec<(CaseOutcome, Option<CompileRun>)>,
+        Option<CaseOutcome>,
+        Option<EdgeSet>,
+    ) {
         let mut outcomes = Vec::new();
         let mut seen = Vec::new();
+        let mut edges: Option<EdgeSet> = None;
         for &p in pipelines {
-            let (o, run, s) = self.run_observed(network, case_seed, p, keep);
+            let (o, run, s, e) = self.run_observed(network, case_seed, p, keep);
             outcomes.push((o, run));
             seen.push((p, s));
+            if let Some(e) = e {
+                edges.get_or_insert_with(EdgeSet::default).union_with(&e);
+            }
         }
         let of = |p| {
             seen.iter()
                 .find(|(q, _)| *q == p)
                 .and_then(|(_, s)| s.as_ref())
         };
-        let cross = match (of(Pipeline::Batch), of(Pipeline::Element)) {
-            (Some(b), Some(e)) => cross::compare(b, e).disagreement.map(|d| {
-                CaseOutcome::new(
-                    Pipeline::Element,
-                    Kind::CrossMode,
-                    Some(d.signature()),
-                    d.detail(),
-                )
-            }),
-            _ => None,
-        };
-        (outcomes, cross)
+        let cross = profile::timed(Phase::Cross, || {
+            match (of(Pipeline::Batch), of(Pipeline::Element)) {
+                (Some(b), Some(e)) => cross::compare(b, e).disagreement.map(|d| {
+                    CaseOutcome::new(
+                        Pipeline::Element,
+                        Kind::CrossMode,
+                        Some(d.signature()),
+                        d.detail(),
+                    )
+                }),
+                _ => None,
+            }
+        });
+        (outcomes, cross, edges)
     }
 
     /// `network` compiled as a finding of `signature` needs ([`finding_pipelines`]): the
@@ -173,12 +209,14 @@ impl CaseContext {
 
     /// Network `network` (of case seed `case_seed`) in every pipeline of the hunt.
     pub fn run_case(&self, network: &Network, case_seed: u64, keep: bool) -> CaseResult {
-        let (outcomes, cross) = self.run_pipelines(network, case_seed, &self.pipelines, keep);
+        let (outcomes, cross, edges) =
+            self.run_pipelines_measured(network, case_seed, &self.pipelines, keep);
         CaseResult {
             network: network.clone(),
             case_seed,
             outcomes,
             cross,
+            edges,
         }
     }
 }

@@ -15,6 +15,9 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use super::profile::{self, Phase};
+use crate::coverage::edges::EDGE_MAP_ENV;
+use crate::coverage::{CoverageRun, EdgeMap, EdgeSet};
 use crate::process::{Environment, Invocation, Limits, Pinning, Status};
 
 /// The model name every compile uses (`-m=net`).
@@ -52,6 +55,14 @@ pub struct CompilerSetup {
     pub shim: Option<PathBuf>,
     pub timeout: Duration,
     pub max_rss_bytes: u64,
+    /// Measuring coverage (a `scripts/build-pimcomp.sh --coverage` binary): each compile
+    /// records its edges, and its gcov counts go under this directory (`GCOV_PREFIX`).
+    pub coverage: Option<CoverageRun>,
+    /// Asks the shim for transparent huge pages over the binary's zero-initialized data
+    /// (`PIMDIFF_HUGE_BSS=1`): most of a compile's time is otherwise page faults for a 200 MB
+    /// static array it zeroes (see `scripts/pimcomp-shim.c`). The program's memory holds the
+    /// same values either way.
+    pub huge_pages: bool,
 }
 
 /// Why a compiler set-up is unusable (exit 2).
@@ -95,6 +106,8 @@ impl CompilerSetup {
             shim,
             timeout,
             max_rss_bytes,
+            coverage: None,
+            huge_pages: true,
         })
     }
 }
@@ -127,6 +140,8 @@ pub struct CompileRun {
     /// The temporary tree (removed when the value is dropped).
     pub dir: std::sync::Arc<tempfile::TempDir>,
     pub seconds: f64,
+    /// The edges the compile entered, when coverage is measured.
+    pub edges: Option<EdgeSet>,
 }
 
 impl CompileRun {
@@ -170,36 +185,50 @@ pub fn compile(
     pipeline: Pipeline,
     pin_time: u64,
 ) -> std::io::Result<CompileRun> {
-    let invocation = Invocation::new(&setup.bin, "pimcomp-case-").map_err(std::io::Error::other)?;
-    let root = invocation.dir();
-    std::fs::create_dir_all(root.join("models/JSON"))?;
-    std::fs::create_dir_all(root.join("output"))?;
-    std::fs::create_dir_all(root.join("work"))?;
-    std::fs::copy(&setup.config, root.join("config.json"))?;
-    std::fs::write(
-        root.join("models/JSON").join(format!("{MODEL_NAME}.json")),
-        model_json,
-    )?;
-    let run = invocation
-        .args([
-            format!("-m={MODEL_NAME}"),
-            "-r=balance".into(),
-            format!("-p={}", pipeline.name()),
-            "-s=YES".into(),
-            "-v=YES".into(),
-        ])
-        .current_dir("work")
-        .limits(Limits {
-            rss_bytes: Some(setup.max_rss_bytes),
-            ..Limits::new(setup.timeout)
-        })
-        .pinning(Pinning {
-            environment: Environment::inherited_with([("PIMDIFF_PIN_TIME", pin_time.to_string())]),
-            preload: setup.shim.iter().cloned().collect(),
-            ..Pinning::default()
-        })
-        .run()
-        .map_err(std::io::Error::other)?;
+    let (invocation, edge_map) = profile::timed(Phase::Layout, || {
+        let invocation =
+            Invocation::new(&setup.bin, "pimcomp-case-").map_err(std::io::Error::other)?;
+        let root = invocation.dir();
+        std::fs::create_dir_all(root.join("models/JSON"))?;
+        std::fs::create_dir_all(root.join("output"))?;
+        std::fs::create_dir_all(root.join("work"))?;
+        std::fs::copy(&setup.config, root.join("config.json"))?;
+        std::fs::write(
+            root.join("models/JSON").join(format!("{MODEL_NAME}.json")),
+            model_json,
+        )?;
+        let edges = match &setup.coverage {
+            Some(_) => Some(EdgeMap::create(root)?),
+            None => None,
+        };
+        Ok::<_, std::io::Error>((invocation, edges))
+    })?;
+    let run = profile::timed(Phase::Compile, || {
+        invocation
+            .args([
+                format!("-m={MODEL_NAME}"),
+                "-r=balance".into(),
+                format!("-p={}", pipeline.name()),
+                "-s=YES".into(),
+                "-v=YES".into(),
+            ])
+            .current_dir("work")
+            .limits(Limits {
+                rss_bytes: Some(setup.max_rss_bytes),
+                ..Limits::new(setup.timeout)
+            })
+            .pinning(Pinning {
+                environment: Environment::inherited_with(environment(
+                    setup,
+                    pin_time,
+                    edge_map.as_ref(),
+                )),
+                preload: setup.shim.iter().cloned().collect(),
+                ..Pinning::default()
+            })
+            .run()
+    })
+    .map_err(std::io::Error::other)?;
     let exit = match run.status {
         Status::Exited { code } => Exit::Code { code },
         Status::Signaled { signal, .. } => Exit::Signal { signal },
@@ -220,7 +249,34 @@ pub fn compile(
         stderr: run.stderr.text(),
         seconds: run.wall.as_secs_f64(),
         dir: std::sync::Arc::new(run.dir),
+        edges: edge_map.and_then(|m| m.read().ok()),
     })
+}
+
+/// The variables a compile runs with: the pinned time and, when coverage is measured, the
+/// edge map and the gcov prefix.
+fn environment(
+    setup: &CompilerSetup,
+    pin_time: u64,
+    edge_map: Option<&EdgeMap>,
+) -> Vec<(String, String)> {
+    let mut vars = vec![("PIMDIFF_PIN_TIME".to_string(), pin_time.to_string())];
+    if setup.huge_pages {
+        vars.push(("PIMDIFF_HUGE_BSS".to_string(), "1".to_string()));
+    }
+    if let Some(map) = edge_map {
+        vars.push((
+            EDGE_MAP_ENV.to_string(),
+            map.path().to_string_lossy().into_owned(),
+        ));
+    }
+    if let Some(c) = &setup.coverage {
+        vars.push((
+            "GCOV_PREFIX".to_string(),
+            c.layout.prefix.to_string_lossy().into_owned(),
+        ));
+    }
+    vars
 }
 
 /// One frame of a crash backtrace.

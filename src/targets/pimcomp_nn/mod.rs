@@ -18,7 +18,16 @@ pub mod cross;
 pub mod files;
 pub mod network;
 pub mod outcome;
+pub mod profile;
 pub mod reductions;
+
+/// PIMCOMP-NN's vendored libraries, which its coverage does not count as its own source.
+pub const VENDORED: [&str; 4] = [
+    "backend/zlib",
+    "backend/zstr",
+    "backend/json",
+    "backend/jsoncpp.cpp",
+];
 
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
@@ -28,6 +37,7 @@ use self::case::{finding_pipeline, CaseContext, CaseResult};
 use self::files::FindingRecord;
 use self::network::{network_from_seed, Network};
 use self::reductions::Shrunk;
+use crate::coverage::{Coverage, EdgeSet};
 use crate::engine::grouping::Cause;
 use crate::engine::shrink::{shrink, ShrinkOptions};
 use crate::engine::watchdog::{Stage, StageClock};
@@ -123,6 +133,9 @@ impl Target for PimcompTarget {
     }
 
     fn observe(&self, run: &CaseResult) -> Observation {
+        if let (Some(c), Some(e)) = (&self.cases.setup.coverage, &run.edges) {
+            c.record(e);
+        }
         let s = run.summary();
         let mut signatures = s.signatures;
         signatures.sort();
@@ -173,23 +186,25 @@ impl Target for PimcompTarget {
             resume: false,
         };
         let stopped = AtomicBool::new(true);
-        let shrunk = shrink(
-            case,
-            &[0],
-            |pass, c| self.candidates(pass, c),
-            &options,
-            if sig.kind == Kind::Hang {
-                &stopped
-            } else {
-                cancel
-            },
-            |c| {
-                self.cases
-                    .run_for_signature(&c.network, c.seed, sig, false)
-                    .0
-                    .has(sig)
-            },
-        );
+        let shrunk = profile::timed(profile::Phase::Minimize, || {
+            shrink(
+                case,
+                &[0],
+                |pass, c| self.candidates(pass, c),
+                &options,
+                if sig.kind == Kind::Hang {
+                    &stopped
+                } else {
+                    cancel
+                },
+                |c| {
+                    self.cases
+                        .run_for_signature(&c.network, c.seed, sig, false)
+                        .0
+                        .has(sig)
+                },
+            )
+        });
         let stats = Shrunk {
             tried: shrunk.tried as u64,
             kept: shrunk.kept as u64,
@@ -239,14 +254,52 @@ impl Target for PimcompTarget {
         evidence: &FindingRecord,
         meta: &mut FindingMeta,
     ) -> Result<(), pimdiff_atomic::Error> {
-        files::write_files(&self.cases, dir, evidence, meta)
+        profile::timed(profile::Phase::Write, || {
+            files::write_files(&self.cases, dir, evidence, meta)
+        })
     }
 
     fn describe(&self, evidence: &FindingRecord) -> String {
         evidence.outcome.detail.clone()
     }
 
+    fn edges(&self, run: &CaseResult) -> Option<EdgeSet> {
+        run.edges.clone()
+    }
+
+    /// gcov's counts over PIMCOMP-NN's own files (not its vendored zlib and JSON parser); a
+    /// failure to read them is said on stderr and leaves the summary without coverage.
+    fn coverage(&self) -> Option<Coverage> {
+        let c = self.cases.setup.coverage.as_ref()?;
+        match c.report() {
+            Ok(report) => Some(report),
+            Err(e) => {
+                eprintln!("warning: no coverage in the summary: {e}");
+                None
+            }
+        }
+    }
+
     fn summary_details(&self) -> serde_json::Value {
         serde_json::json!({ "mode": self.mode() })
+    }
+}
+
+/// Writes gcovr's HTML report of a `--coverage` hunt into `dir` (gcovr from `$PATH`, else
+/// from `scripts/setup-python.sh`'s environment); a failure is said on stderr, the hunt's
+/// result stands.
+pub fn coverage_html(run: &crate::coverage::CoverageRun, dir: &Path) {
+    let venv = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/python/bin/gcovr");
+    let gcovr = if venv.is_file() {
+        venv
+    } else {
+        std::path::PathBuf::from("gcovr")
+    };
+    match crate::coverage::gcov::html_report(&run.layout, &gcovr, dir) {
+        Ok(()) => eprintln!("coverage report: {}", dir.join("index.html").display()),
+        Err(e) => eprintln!(
+            "warning: no HTML coverage report ({}): {e}",
+            gcovr.display()
+        ),
     }
 }

@@ -1,0 +1,130 @@
+//! PIMCOMP-NN's coverage and compile paths: a `--coverage` hunt reports consistent line and
+//! branch totals and per-case edges; huge and small pages give the same hunt. The tests that
+//! need a real build skip with a message when it is not named: `PIMCOMP_NN_BIN` (from
+//! `scripts/build-pimcomp.sh`) and `PIMCOMP_NN_COVERAGE_BIN` (from `--coverage`).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use pimdiff::coverage::{CoverageError, CoverageRun, EdgeSet};
+use pimdiff::engine::{
+    run_hunt, HuntConfig, HuntControl, HuntSummary, Limit, MinimizeConfig, Shard, Target,
+};
+use pimdiff::targets::pimcomp_nn::case::CaseContext;
+use pimdiff::targets::pimcomp_nn::compile::{CompilerSetup, Pipeline};
+use pimdiff::targets::pimcomp_nn::network::NetConfig;
+use pimdiff::targets::pimcomp_nn::{PimcompTarget, VENDORED};
+
+fn built(var: &str, how: &str) -> Option<PathBuf> {
+    let bin = std::env::var_os(var).filter(|b| Path::new(b).is_file());
+    if bin.is_none() {
+        eprintln!("skipped: {var} is not set to a PIMCOMP-NN binary ({how} builds one)");
+    }
+    bin.map(PathBuf::from)
+}
+
+fn config(out: &Path, cases: u64) -> HuntConfig {
+    HuntConfig {
+        seed: 11,
+        limit: Limit::Cases(cases),
+        jobs: 2,
+        shard: Shard::ALL,
+        // The run cap, not the clock, ends minimization: a loaded machine cannot make two
+        // hunts differ.
+        minimize: MinimizeConfig {
+            time_budget: Duration::from_secs(3600),
+            max_steps: 3,
+        },
+        max_unsupported: None,
+        out: out.to_path_buf(),
+    }
+}
+
+fn target(bin: &Path) -> PimcompTarget {
+    PimcompTarget {
+        cases: CaseContext {
+            net: NetConfig::default(),
+            setup: CompilerSetup::locate(Some(bin), Duration::from_secs(60), 8 << 30).unwrap(),
+            pipelines: vec![Pipeline::Batch, Pipeline::Element],
+        },
+    }
+}
+
+fn hunt(cfg: &HuntConfig, target: PimcompTarget) -> HuntSummary {
+    run_hunt(cfg, Arc::new(target), &HuntControl::default()).unwrap()
+}
+
+#[test]
+fn a_binary_without_coverage_is_refused_by_name() {
+    let fake = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/pimcomp-fake/PIMCOMP-NN");
+    let err = CoverageRun::for_build(&fake, Path::new("out"), &VENDORED).unwrap_err();
+    assert!(matches!(err, CoverageError::NotABuild { .. }), "{err}");
+    assert!(err.to_string().contains("coverage-source.txt"), "{err}");
+}
+
+#[test]
+fn a_coverage_hunt_reports_consistent_totals_and_edges() {
+    let Some(bin) = built(
+        "PIMCOMP_NN_COVERAGE_BIN",
+        "scripts/build-pimcomp.sh --coverage",
+    ) else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let cfg = config(tmp.path(), 2);
+    let mut t = target(&bin);
+    t.cases.setup.coverage = Some(CoverageRun::for_build(&bin, tmp.path(), &VENDORED).unwrap());
+    // One case's edges, as guided generation reads them.
+    let case = t.case(5);
+    let run = t.run(&case, &Default::default());
+    let edges: EdgeSet = t.edges(&run).expect("a coverage build records edges");
+    assert!(edges.len() > 1000, "{} edges", edges.len());
+
+    let s = hunt(&cfg, t);
+    let c = s.coverage.expect("summary.json has a coverage object");
+    assert_eq!(c.tool, "gcov");
+    let t = c.totals;
+    assert!(t.lines_hit > 0 && t.lines_hit <= t.lines_total, "{t:?}");
+    assert!(
+        t.branches_hit > 0 && t.branches_hit <= t.branches_total,
+        "{t:?}"
+    );
+    let sum = |f: fn(&pimdiff::coverage::Totals) -> u64| {
+        c.files.iter().map(|x| f(&x.totals)).sum::<u64>()
+    };
+    assert_eq!(sum(|t| t.lines_total), t.lines_total);
+    assert_eq!(sum(|t| t.lines_hit), t.lines_hit);
+    assert_eq!(sum(|t| t.branches_total), t.branches_total);
+    assert_eq!(sum(|t| t.branches_hit), t.branches_hit);
+    assert!(c.files.iter().all(|f| !f.file.starts_with("backend/zlib")));
+    assert!(c.files.iter().any(|f| f.file == "main.cpp"));
+    for f in &c.never_entered {
+        let file = c.files.iter().find(|x| &x.file == f).unwrap();
+        assert_eq!(file.totals.lines_hit, 0, "{f}");
+    }
+    assert!(c.edges_hit.unwrap() >= edges.len() as u64);
+    let md = std::fs::read_to_string(tmp.path().join("summary.md")).unwrap();
+    assert!(
+        md.contains("## Coverage of the compiler's source (gcov)"),
+        "{md}"
+    );
+}
+
+/// Huge pages change how fast the compiler zeroes its static array, not what it compiles.
+#[test]
+fn huge_and_small_pages_give_the_same_hunt() {
+    let Some(bin) = built("PIMCOMP_NN_BIN", "scripts/build-pimcomp.sh") else {
+        return;
+    };
+    let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let huge = hunt(&config(a.path(), 6), target(&bin));
+    let mut small_target = target(&bin);
+    small_target.cases.setup.huge_pages = false;
+    let small = hunt(&config(b.path(), 6), small_target);
+    assert_eq!(huge.outcomes, small.outcomes);
+    let sigs = |s: &HuntSummary| -> Vec<String> {
+        s.findings.iter().map(|f| f.signature.clone()).collect()
+    };
+    assert_eq!(sigs(&huge), sigs(&small));
+}
