@@ -28,7 +28,10 @@ use crate::cli::exit_codes::help;
 use crate::cli::repro::{parse_duration_arg, CompilerArgs};
 use crate::cli::{exit_with, EXIT_BAD_INPUT, EXIT_FINDING, EXIT_NO_VERDICT, EXIT_OK};
 use crate::engine::shrink::MinimizeConfig;
-use crate::engine::{render_summary, run_hunt, HuntConfig, HuntControl, Limit, Shard};
+use crate::engine::{
+    load_corpus, render_summary, run_guided_hunt, run_hunt, GuidedTarget, HuntConfig, HuntControl,
+    Limit, Shard,
+};
 use crate::finding::{HuntSummary, Kind};
 use crate::targets::pimcomp_nn::case::CaseContext;
 use crate::targets::pimcomp_nn::compile::{CompilerSetup, Pipeline};
@@ -95,6 +98,14 @@ pub struct Args {
     /// No progress bar (it is also hidden when stderr is not a terminal).
     #[arg(long, short = 'q')]
     pub quiet: bool,
+    /// Coverage-guided generation: cases that reach new edges of the compiler are kept in a
+    /// corpus (OUT/corpus/) and mutated, one case in four fresh. With --jobs 1 a seed gives
+    /// the same corpus and findings every time.
+    #[arg(long)]
+    pub guided: bool,
+    /// Start a --guided hunt from this corpus (an earlier hunt's OUT/corpus), replayed first.
+    #[arg(long, value_name = "DIR", requires = "guided")]
+    pub corpus: Option<PathBuf>,
     /// What to hunt: `cases` (conv2d/MVM through the in-repo compiler or --compiler-cmd) or
     /// `pimcomp-nn` (random networks through the real PIMCOMP-NN).
     #[arg(long, value_enum, default_value = "cases")]
@@ -303,11 +314,11 @@ pub fn main(mut args: Args, given: &[String]) -> anyhow::Result<ExitCode> {
             let mut compiler = args.compiler.clone();
             compiler.schedules = compiler.schedules.or(Some(DEFAULT_SCHEDULES));
             let target = TensorTarget::new(&args.generator.config(), compiler.run_config());
-            run_hunt(&cfg, Arc::new(target), &control)
+            hunt_target(&args, &cfg, target, &control)?
         }
         Target::PimcompNn => {
             cfg.minimize.max_steps = PIMCOMP_MINIMIZE_RUNS as usize;
-            run_hunt(&cfg, Arc::new(pimcomp_target(&args)?), &control)
+            hunt_target(&args, &cfg, pimcomp_target(&args)?, &control)?
         }
     }
     .with_context(|| format!("hunt in {}", cfg.out.display()))?;
@@ -317,7 +328,38 @@ pub fn main(mut args: Args, given: &[String]) -> anyhow::Result<ExitCode> {
         cfg.out.join(crate::engine::SUMMARY_MD).display()
     );
     warn_loudly(&summary);
+    if let Some(g) = summary.details.get("guided") {
+        let n = |k: &str| g[k].as_u64().unwrap_or(0);
+        println!(
+            "guided: {} corpus entries ({} fresh, {} mutants, {} loaded) in {}, {} edges; feedback: {}",
+            n("kept_fresh") + n("kept_mutants") + n("kept_loaded"),
+            n("kept_fresh"),
+            n("kept_mutants"),
+            n("kept_loaded"),
+            cfg.out.join(crate::engine::guided::CORPUS_DIR).display(),
+            n("edges"),
+            g["feedback"].as_str().unwrap_or("")
+        );
+    }
     Ok(exit_with(summary.verdict()))
+}
+
+/// The hunt of `target`, coverage-guided with `--guided` (its `--corpus` read first: a
+/// malformed entry is an error naming it).
+fn hunt_target<T: GuidedTarget>(
+    args: &Args,
+    cfg: &HuntConfig,
+    target: T,
+    control: &HuntControl,
+) -> anyhow::Result<Result<HuntSummary, crate::engine::HuntError>> {
+    if !args.guided {
+        return Ok(run_hunt(cfg, Arc::new(target), control));
+    }
+    let loaded = match &args.corpus {
+        Some(dir) => load_corpus(&target, dir)?,
+        None => Vec::new(),
+    };
+    Ok(run_guided_hunt(cfg, Arc::new(target), control, loaded))
 }
 
 /// The PIMCOMP-NN target the flags describe.
