@@ -29,8 +29,8 @@ use crate::cli::repro::{parse_duration_arg, CompilerArgs};
 use crate::cli::{exit_with, EXIT_BAD_INPUT, EXIT_FINDING, EXIT_NO_VERDICT, EXIT_OK};
 use crate::engine::shrink::MinimizeConfig;
 use crate::engine::{
-    load_corpus, render_summary, run_guided_hunt, run_hunt, GuidedTarget, HuntConfig, HuntControl,
-    Limit, Shard,
+    load_corpus, render_summary, run_guided_hunt, run_hunt, Guidance, GuidedTarget, HuntConfig,
+    HuntControl, Limit, Shard,
 };
 use crate::finding::{HuntSummary, Kind};
 use crate::targets::pimcomp_nn::case::CaseContext;
@@ -106,6 +106,10 @@ pub struct Args {
     /// Start a --guided hunt from this corpus (an earlier hunt's OUT/corpus), replayed first.
     #[arg(long, value_name = "DIR", requires = "guided")]
     pub corpus: Option<PathBuf>,
+    /// One --guided case in N is fresh, the others mutate the corpus; 1 makes no mutants (the
+    /// unguided hunt's cases with their feedback measured: a baseline).
+    #[arg(long, value_name = "N", default_value_t = crate::engine::guided::FRESH_EVERY, value_parser = clap::value_parser!(u64).range(1..), requires = "guided")]
+    pub fresh_every: u64,
     /// What to hunt: `cases` (conv2d/MVM through the in-repo compiler or --compiler-cmd) or
     /// `pimcomp-nn` (random networks through the real PIMCOMP-NN).
     #[arg(long, value_enum, default_value = "cases")]
@@ -355,11 +359,15 @@ fn hunt_target<T: GuidedTarget>(
     if !args.guided {
         return Ok(run_hunt(cfg, Arc::new(target), control));
     }
-    let loaded = match &args.corpus {
+    let corpus = match &args.corpus {
         Some(dir) => load_corpus(&target, dir)?,
         None => Vec::new(),
     };
-    Ok(run_guided_hunt(cfg, Arc::new(target), control, loaded))
+    let guidance = Guidance {
+        corpus,
+        fresh_every: args.fresh_every,
+    };
+    Ok(run_guided_hunt(cfg, Arc::new(target), control, guidance))
 }
 
 /// The PIMCOMP-NN target the flags describe.

@@ -12,8 +12,9 @@
 //!
 //! **The schedule.** Position `j` of the shard's index sequence (case `k = shard.nth(j)`):
 //! the first positions replay the `--corpus` entries loaded, in name order; after them, one
-//! position in [`FRESH_EVERY`] (`j mod 4 == 0`) and every position while the corpus is empty is
-//! the fresh random case `k` (exactly the case an unguided hunt runs at `k`); the others are
+//! position in [`Guidance::fresh_every`] (default [`FRESH_EVERY`]: `j mod 4 == 0`, a quarter
+//! fresh, three quarters mutants) and every position while the corpus is empty is the fresh
+//! random case `k` (exactly the case an unguided hunt runs at `k`); the others are
 //! mutants: a corpus entry picked uniformly, spliced with a second one in one case of
 //! [`SPLICE_ONE_IN`], then 1 to [`MAX_STACK`] mutations stacked. A mutant's choices come from a
 //! ChaCha8 stream seeded by the case seed of `k`, so with `--jobs 1` (cases run one after the
@@ -43,7 +44,8 @@ use super::watchdog::StageClock;
 
 /// The corpus directory of a guided hunt's output.
 pub const CORPUS_DIR: &str = "corpus";
-/// One position in this many is a fresh random case (the rest mutate the corpus).
+/// One position in this many is a fresh random case (the rest mutate the corpus): the
+/// default of [`Guidance::fresh_every`].
 pub const FRESH_EVERY: u64 = 4;
 /// At most this many mutations are stacked on one corpus entry.
 pub const MAX_STACK: u32 = 3;
@@ -90,6 +92,25 @@ pub trait GuidedTarget: Target {
 
     /// Reads a case written by [`GuidedTarget::write_case`] (bounded reads; untrusted input).
     fn read_case(&self, dir: &Path) -> Result<Self::Case, CorpusError>;
+}
+
+/// How a guided hunt starts and schedules.
+#[derive(Clone, Debug)]
+pub struct Guidance<C> {
+    /// Corpus entries replayed first (`--corpus`, read by [`load_corpus`]).
+    pub corpus: Vec<C>,
+    /// One position in this many is fresh ([`FRESH_EVERY`] by default); 1 makes no mutants:
+    /// the unguided hunt's cases, with their feedback measured (a baseline to compare with).
+    pub fresh_every: u64,
+}
+
+impl<C> Default for Guidance<C> {
+    fn default() -> Self {
+        Guidance {
+            corpus: Vec::new(),
+            fresh_every: FRESH_EVERY,
+        }
+    }
 }
 
 /// A corpus that cannot be read, naming the culprit.
@@ -175,7 +196,7 @@ impl Origin {
 pub struct GuidedStats {
     /// [`GuidedTarget::feedback_source`].
     pub feedback: String,
-    /// One position in this many is fresh ([`FRESH_EVERY`]).
+    /// One position in this many is fresh ([`Guidance::fresh_every`]).
     pub fresh_every: u64,
     /// Cases run, by origin.
     pub fresh: u64,
@@ -202,6 +223,7 @@ pub(super) struct Corpus<T: GuidedTarget> {
     dir: PathBuf,
     /// `--corpus` entries, replayed first.
     loaded: Vec<T::Case>,
+    fresh_every: u64,
     state: Mutex<State<T::Case>>,
     /// Mutants and loaded cases the engine may still ask for, by index.
     recorded: Mutex<HashMap<u64, T::Case>>,
@@ -218,17 +240,18 @@ fn lock<X>(m: &Mutex<X>) -> MutexGuard<'_, X> {
 }
 
 impl<T: GuidedTarget> Corpus<T> {
-    /// A corpus written under `dir`, replaying `loaded` first.
+    /// A corpus written under `dir`, scheduled by `guidance`.
     pub fn new(
         target: Arc<T>,
         seed: u64,
         shard: Shard,
         dir: PathBuf,
-        loaded: Vec<T::Case>,
+        guidance: Guidance<T::Case>,
     ) -> Self {
+        let fresh_every = guidance.fresh_every.max(1);
         let stats = GuidedStats {
             feedback: target.feedback_source(),
-            fresh_every: FRESH_EVERY,
+            fresh_every,
             ..GuidedStats::default()
         };
         Corpus {
@@ -236,7 +259,8 @@ impl<T: GuidedTarget> Corpus<T> {
             seed,
             shard,
             dir,
-            loaded,
+            loaded: guidance.corpus,
+            fresh_every,
             state: Mutex::new(State {
                 seen: HashSet::new(),
                 entries: Vec::new(),
@@ -253,7 +277,7 @@ impl<T: GuidedTarget> Corpus<T> {
             lock(&self.state).stats.loaded += 1;
             return (c.clone(), Origin::Loaded);
         }
-        let mutant = if j % FRESH_EVERY == 0 {
+        let mutant = if j % self.fresh_every == 0 {
             None
         } else {
             self.mutant(k)

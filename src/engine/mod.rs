@@ -57,7 +57,7 @@ pub use self::config::{
 };
 pub use self::declines::Declines;
 pub use self::edges::Edges;
-pub use self::guided::{load_corpus, CorpusError, GuidedTarget};
+pub use self::guided::{load_corpus, CorpusError, Guidance, GuidedTarget};
 pub use self::plan::{case_seed, parse_duration, DurationError, Limit, Shard, ShardError};
 pub use self::shrink::MinimizeConfig;
 pub use self::sweep::{
@@ -83,18 +83,24 @@ pub fn run_hunt<T: Target>(
     hunt(cfg, target, control, None)
 }
 
-/// Runs a coverage-guided hunt of `target` ([`guided`]): `loaded` (a `--corpus`, see
-/// [`guided::load_corpus`]) is replayed first, and the corpus grows under `OUT/corpus/`.
+/// Runs a coverage-guided hunt of `target` ([`guided`]): `guidance.corpus` (a `--corpus`,
+/// see [`guided::load_corpus`]) is replayed first, and the corpus grows under `OUT/corpus/`.
 /// The summary's `details.guided` holds the corpus statistics.
 pub fn run_guided_hunt<T: guided::GuidedTarget>(
     cfg: &HuntConfig,
     target: Arc<T>,
     control: &HuntControl,
-    loaded: Vec<T::Case>,
+    guidance: guided::Guidance<T::Case>,
 ) -> Result<HuntSummary, HuntError> {
     let corpus_dir = cfg.out.join(guided::CORPUS_DIR);
     prepare_corpus(&corpus_dir)?;
-    let corpus = guided::Corpus::new(Arc::clone(&target), cfg.seed, cfg.shard, corpus_dir, loaded);
+    let corpus = guided::Corpus::new(
+        Arc::clone(&target),
+        cfg.seed,
+        cfg.shard,
+        corpus_dir,
+        guidance,
+    );
     hunt(cfg, target, control, Some(Arc::new(corpus)))
 }
 
