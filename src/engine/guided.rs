@@ -277,7 +277,7 @@ impl<T: GuidedTarget> Corpus<T> {
             lock(&self.state).stats.loaded += 1;
             return (c.clone(), Origin::Loaded);
         }
-        let mutant = if j % self.fresh_every == 0 {
+        let mutant = if j.is_multiple_of(self.fresh_every) {
             None
         } else {
             self.mutant(k)

@@ -168,11 +168,13 @@ fn perturb_operator(cfg: &GenConfig, spec: &mut CaseSpec, rng: &mut ChaCha8Rng) 
                     0 => c.in_channels,
                     1 => 1,
                     _ => (1..=c.in_channels)
-                        .filter(|g| c.in_channels % g == 0 && c.out_channels % g == 0)
-                        .last()
+                        .rev()
+                        .find(|&g| {
+                            c.in_channels.is_multiple_of(g) && c.out_channels.is_multiple_of(g)
+                        })
                         .unwrap_or(1),
                 };
-                if g == c.in_channels && c.out_channels % g != 0 {
+                if g == c.in_channels && !c.out_channels.is_multiple_of(g) {
                     c.out_channels = g;
                 }
                 c.groups = g;
