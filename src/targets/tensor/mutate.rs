@@ -53,7 +53,8 @@ pub fn mutate_case(
         }
         grow_to_fit(&cfg, &mut spec);
     }
-    build(case, spec, refill, rng)
+    // A refill can draw the values the tensor had (all zero again, say).
+    build(case, spec, refill, rng).filter(|m| m != case)
 }
 
 /// Crossbars the channel-wise lowering needs without weight skipping: per group, every
@@ -246,7 +247,8 @@ mod tests {
                 made += 1;
             }
         }
-        assert!(made >= 200, "only {made} of 300 draws gave a mutant");
+        // Most draws give a valid mutant (the engine retries the others).
+        assert!(made >= 180, "only {made} of 300 draws gave a mutant");
     }
 
     #[test]
