@@ -277,11 +277,20 @@ elif [ "$pimcomp_secs" -gt 0 ]; then
   if build_pimcomp; then
     pimcomp_status="ran"
     for mode in batch element; do
-      echo "== pimdiff hunt --target pimcomp-nn --mode $mode (${pimcomp_secs}s)"
+      echo "== pimdiff hunt --target pimcomp-nn --mode $mode --guided (${pimcomp_secs}s)"
+      # Coverage-guided, from the corpus the previous night left (kept under --corpus's root,
+      # which CI caches), and leaving this night's corpus there for the next.
+      net_corpus="$corpus_root/pimcomp-$mode"
+      from_corpus=()
+      [ -n "$(ls -A "$net_corpus" 2>/dev/null)" ] && from_corpus=(--corpus "$net_corpus")
       "$pimdiff" hunt --target pimcomp-nn --mode "$mode" --pimcomp-bin "$pimcomp_bin" \
         --seed "$seed" --shard "$shard_i/$shard_n" --duration "${pimcomp_secs}s" --minimize-time 60s \
-        --out "$out/pimcomp-$mode" --quiet >"$logs/pimcomp-$mode.log" 2>&1
+        --guided "${from_corpus[@]}" --out "$out/pimcomp-$mode" --quiet >"$logs/pimcomp-$mode.log" 2>&1
       rc=$?
+      if [ -d "$out/pimcomp-$mode/corpus" ] && [ "$rc" -le 1 ]; then
+        rm -rf "$net_corpus.new" && cp -r "$out/pimcomp-$mode/corpus" "$net_corpus.new" \
+          && rm -rf "$net_corpus" && mv "$net_corpus.new" "$net_corpus"
+      fi
       case $rc in
         0|1) ;;
         4) no_verdict=1 ;;

@@ -76,6 +76,8 @@ impl Fixture {
         copy_dir(&t.join("case"), &t.join("case-export"));
         std::fs::create_dir_all(t.join("bad-case")).unwrap();
         std::fs::write(t.join("bad-case/case.json"), "{ not json").unwrap();
+        std::fs::create_dir_all(t.join("bad-corpus/k1")).unwrap();
+        std::fs::write(t.join("bad-corpus/k1/case.json"), "{ not json").unwrap();
         std::fs::create_dir_all(t.join("bad-summary")).unwrap();
         std::fs::write(t.join("bad-summary/summary.json"), "{\"seed\": ").unwrap();
         std::fs::write(t.join("ping.s"), PING).unwrap();
@@ -417,6 +419,19 @@ fn first_rows(f: &Fixture) -> Vec<Row> {
             1,
         ),
         hunt_row("bad flag", "h-x", &["--shard", "2/2"], 2),
+        hunt_row("guided, clean", "h-guided", &["--seed", "1", "--guided"], 0),
+        hunt_row(
+            "guided, malformed corpus",
+            "h-gc",
+            &["--guided", "--corpus", &p("bad-corpus")],
+            2,
+        ),
+        hunt_row(
+            "corpus without --guided",
+            "h-gc2",
+            &["--corpus", &p("bad-corpus")],
+            2,
+        ),
         hunt_row("flag of another target", "h-y", &["--mode", "batch"], 2),
         hunt_row(
             "missing compiler binary",
@@ -545,6 +560,16 @@ fn puma_rows(f: &Fixture) -> Vec<Row> {
             "puma: flag of another target",
             &refs(&hunt("pu-x", &["--mode", "batch"])),
             2,
+        ),
+        row_saying(
+            row(
+                "hunt",
+                "puma: --guided",
+                &refs(&hunt("pu-g", &["--guided"])),
+                2,
+            ),
+            "--guided",
+            &[],
         ),
         row(
             "hunt",

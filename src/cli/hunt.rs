@@ -29,7 +29,10 @@ use crate::cli::exit_codes::help;
 use crate::cli::repro::{parse_duration_arg, CompilerArgs};
 use crate::cli::{exit_with, EXIT_BAD_INPUT, EXIT_FINDING, EXIT_NO_VERDICT, EXIT_OK};
 use crate::engine::shrink::MinimizeConfig;
-use crate::engine::{render_summary, run_hunt, HuntConfig, HuntControl, Limit, Shard};
+use crate::engine::{
+    load_corpus, render_summary, run_guided_hunt, run_hunt, Guidance, GuidedTarget, HuntConfig,
+    HuntControl, Limit, Shard,
+};
 use crate::finding::{HuntSummary, Kind};
 use crate::targets::pimcomp_nn::case::CaseContext;
 use crate::targets::pimcomp_nn::compile::{CompilerSetup, Pipeline};
@@ -101,6 +104,18 @@ pub struct Args {
     /// No progress bar (it is also hidden when stderr is not a terminal).
     #[arg(long, short = 'q')]
     pub quiet: bool,
+    /// Coverage-guided generation: cases that reach new edges of the compiler are kept in a
+    /// corpus (OUT/corpus/) and mutated, one case in four fresh. With --jobs 1 a seed gives
+    /// the same corpus and findings every time.
+    #[arg(long)]
+    pub guided: bool,
+    /// Start a --guided hunt from this corpus (an earlier hunt's OUT/corpus), replayed first.
+    #[arg(long, value_name = "DIR", requires = "guided")]
+    pub corpus: Option<PathBuf>,
+    /// One --guided case in N is fresh, the others mutate the corpus; 1 makes no mutants (the
+    /// unguided hunt's cases with their feedback measured: a baseline).
+    #[arg(long, value_name = "N", default_value_t = crate::engine::guided::FRESH_EVERY, value_parser = clap::value_parser!(u64).range(1..), requires = "guided")]
+    pub fresh_every: u64,
     /// What to hunt: `cases` (conv2d/MVM through the in-repo compiler or --compiler-cmd),
     /// `pimcomp-nn` (random networks through the real PIMCOMP-NN) or `puma` (random networks
     /// through the PUMA compiler).
@@ -357,6 +372,12 @@ const PUMA_MINIMIZE_RUNS: u64 = 5000;
 /// command line (see [`check_flags`]).
 pub fn main(mut args: Args, given: &[String]) -> anyhow::Result<ExitCode> {
     check_flags(args.target, given)?;
+    if args.guided && args.target == Target::Puma {
+        // Not silently ignored: the PUMA target has no case mutations yet.
+        anyhow::bail!(
+            "--guided is taken by --target cases and --target pimcomp-nn, not by --target puma"
+        );
+    }
     let (seed, limit) = seed_and_limit(&mut args)?;
     let out = args.out.clone().unwrap_or_else(|| {
         if args.shard == Shard::ALL {
@@ -391,16 +412,15 @@ pub fn main(mut args: Args, given: &[String]) -> anyhow::Result<ExitCode> {
             let mut compiler = args.compiler.clone();
             compiler.schedules = compiler.schedules.or(Some(DEFAULT_SCHEDULES));
             let target = TensorTarget::new(&args.generator.config(), compiler.run_config());
-            run_hunt(&cfg, Arc::new(target), &control)
+            hunt_target(&args, &cfg, target, &control)?
         }
         Target::PimcompNn => {
             cfg.minimize.max_steps = PIMCOMP_MINIMIZE_RUNS as usize;
-            let target = Arc::new(pimcomp_target(&args, &cfg.out)?);
-            let summary = run_hunt(&cfg, Arc::clone(&target), &control);
+            let target = pimcomp_target(&args, &cfg.out)?;
+            let coverage = target.cases.setup.coverage.clone();
+            let summary = hunt_target(&args, &cfg, target, &control)?;
             crate::targets::pimcomp_nn::profile::report();
-            if let (Some(dir), Some(c)) =
-                (&args.pimcomp.coverage_html, &target.cases.setup.coverage)
-            {
+            if let (Some(dir), Some(c)) = (&args.pimcomp.coverage_html, &coverage) {
                 crate::targets::pimcomp_nn::coverage_html(c, dir);
             }
             summary
@@ -419,7 +439,42 @@ pub fn main(mut args: Args, given: &[String]) -> anyhow::Result<ExitCode> {
         cfg.out.join(crate::engine::SUMMARY_MD).display()
     );
     warn_loudly(&summary);
+    if let Some(g) = summary.details.get("guided") {
+        let n = |k: &str| g[k].as_u64().unwrap_or(0);
+        println!(
+            "guided: {} corpus entries ({} fresh, {} mutants, {} loaded) in {}, {} edges; feedback: {}",
+            n("kept_fresh") + n("kept_mutants") + n("kept_loaded"),
+            n("kept_fresh"),
+            n("kept_mutants"),
+            n("kept_loaded"),
+            cfg.out.join(crate::engine::guided::CORPUS_DIR).display(),
+            n("edges"),
+            g["feedback"].as_str().unwrap_or("")
+        );
+    }
     Ok(exit_with(summary.verdict()))
+}
+
+/// The hunt of `target`, coverage-guided with `--guided` (its `--corpus` read first: a
+/// malformed entry is an error naming it).
+fn hunt_target<T: GuidedTarget>(
+    args: &Args,
+    cfg: &HuntConfig,
+    target: T,
+    control: &HuntControl,
+) -> anyhow::Result<Result<HuntSummary, crate::engine::HuntError>> {
+    if !args.guided {
+        return Ok(run_hunt(cfg, Arc::new(target), control));
+    }
+    let corpus = match &args.corpus {
+        Some(dir) => load_corpus(&target, dir)?,
+        None => Vec::new(),
+    };
+    let guidance = Guidance {
+        corpus,
+        fresh_every: args.fresh_every,
+    };
+    Ok(run_guided_hunt(cfg, Arc::new(target), control, guidance))
 }
 
 /// The PIMCOMP-NN target the flags describe.

@@ -47,6 +47,9 @@ pub enum HuntError {
     /// `OUT/findings` already holds findings of an earlier hunt.
     #[error("{}: already holds findings of an earlier hunt; choose another --out or remove them", path.display())]
     OutNotEmpty { path: PathBuf },
+    /// `OUT/corpus` of a guided hunt already holds entries of an earlier hunt.
+    #[error("{}: already holds the corpus of an earlier hunt; choose another --out (to start from it, pass it as --corpus)", path.display())]
+    CorpusNotEmpty { path: PathBuf },
     /// The output directory or a finding could not be written.
     #[error(transparent)]
     Write(#[from] pimdiff_atomic::Error),

@@ -17,6 +17,7 @@ use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use super::guided::Guide;
 use super::panic;
 use super::plan::case_seed;
 use super::target::Target;
@@ -30,6 +31,8 @@ pub(super) struct Context<T: Target> {
     pub target: Arc<T>,
     pub seed: u64,
     pub findings_dir: PathBuf,
+    /// The corpus of a guided hunt, whose mutants no seed regenerates.
+    pub guide: Option<Arc<dyn Guide<T>>>,
 }
 
 /// One finding as written.
@@ -45,6 +48,9 @@ pub(super) struct Record<'a, T: Target> {
 impl<T: Target> Context<T> {
     /// Case `k` of the hunt.
     pub fn case(&self, k: u64) -> T::Case {
+        if let Some(case) = self.guide.as_ref().and_then(|g| g.recorded(k)) {
+            return case;
+        }
         self.target.case(case_seed(self.seed, k))
     }
 

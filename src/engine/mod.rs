@@ -34,7 +34,9 @@
 mod config;
 pub mod declines;
 mod early_save;
+pub mod edges;
 pub mod grouping;
+pub mod guided;
 mod jobs;
 pub mod panic;
 mod plan;
@@ -54,6 +56,8 @@ pub use self::config::{
     SUMMARY_JSON, SUMMARY_MD,
 };
 pub use self::declines::Declines;
+pub use self::edges::Edges;
+pub use self::guided::{load_corpus, CorpusError, Guidance, GuidedTarget};
 pub use self::plan::{case_seed, parse_duration, DurationError, Limit, Shard, ShardError};
 pub use self::shrink::MinimizeConfig;
 pub use self::sweep::{
@@ -76,6 +80,37 @@ pub fn run_hunt<T: Target>(
     target: Arc<T>,
     control: &HuntControl,
 ) -> Result<HuntSummary, HuntError> {
+    hunt(cfg, target, control, None)
+}
+
+/// Runs a coverage-guided hunt of `target` ([`guided`]): `guidance.corpus` (a `--corpus`,
+/// see [`guided::load_corpus`]) is replayed first, and the corpus grows under `OUT/corpus/`.
+/// The summary's `details.guided` holds the corpus statistics.
+pub fn run_guided_hunt<T: guided::GuidedTarget>(
+    cfg: &HuntConfig,
+    target: Arc<T>,
+    control: &HuntControl,
+    guidance: guided::Guidance<T::Case>,
+) -> Result<HuntSummary, HuntError> {
+    let corpus_dir = cfg.out.join(guided::CORPUS_DIR);
+    prepare_corpus(&corpus_dir)?;
+    let corpus = guided::Corpus::new(
+        Arc::clone(&target),
+        cfg.seed,
+        cfg.shard,
+        corpus_dir,
+        guidance,
+    );
+    hunt(cfg, target, control, Some(Arc::new(corpus)))
+}
+
+/// The hunt, guided when `guide` makes a guide.
+fn hunt<T: Target>(
+    cfg: &HuntConfig,
+    target: Arc<T>,
+    control: &HuntControl,
+    guide: Option<Arc<dyn guided::Guide<T>>>,
+) -> Result<HuntSummary, HuntError> {
     let clock = Timeline::new(cfg.limit);
     let findings_dir = cfg.out.join(FINDINGS_DIR);
     prepare_out(&cfg.out, &findings_dir)?;
@@ -89,6 +124,7 @@ pub fn run_hunt<T: Target>(
         target,
         seed: cfg.seed,
         findings_dir,
+        guide,
     });
     let saver = Saver::start(Arc::clone(&ctx));
     let swept = run_sweep(cfg, &ctx, jobs, control, &clock, &saver);
@@ -99,7 +135,10 @@ pub fn run_hunt<T: Target>(
     // kills them: they run in process groups of their own. Only its own: another hunt in the
     // same process (a library user's, a parallel test) keeps its compilers.
     crate::process::kill_scope(scope.id());
-    let summary = summarize(cfg, ctx.target.as_ref(), jobs, &clock, swept, findings);
+    let mut summary = summarize(cfg, ctx.target.as_ref(), jobs, &clock, swept, findings);
+    if let Some(g) = &ctx.guide {
+        summary.details = with_guided(std::mem::take(&mut summary.details), g.stats());
+    }
     pimdiff_atomic::write_file(
         &cfg.out.join(SUMMARY_JSON),
         to_json_text(&summary).as_bytes(),
@@ -129,13 +168,19 @@ fn run_sweep<T: Target>(
         }
     };
     let c = Arc::clone(ctx);
-    let check: Checker = Arc::new(move |k, stage_clock| {
-        let case = c.case(k);
-        match panic::catch(|| c.target.observe(&c.target.run(&case, stage_clock))) {
-            Ok(o) => o,
-            Err(p) => shrink::panic_observation(&p),
+    let check: Checker = match &ctx.guide {
+        Some(g) => {
+            let g = Arc::clone(g);
+            Arc::new(move |k, stage_clock| g.check(k, stage_clock))
         }
-    });
+        None => Arc::new(move |k, stage_clock| {
+            let case = c.case(k);
+            match panic::catch(|| c.target.observe(&c.target.run(&case, stage_clock))) {
+                Ok(o) => o,
+                Err(p) => shrink::panic_observation(&p),
+            }
+        }),
+    };
     let sweep_cfg = SweepConfig {
         limit: cfg.limit,
         shard: cfg.shard,
@@ -205,6 +250,34 @@ fn prepare_out(out: &Path, findings_dir: &Path) -> Result<(), HuntError> {
         });
     }
     Ok(())
+}
+
+/// Creates a guided hunt's corpus directory, removes leftovers of interrupted writes, and
+/// refuses one that already holds entries (they would be taken for this hunt's).
+fn prepare_corpus(dir: &Path) -> Result<(), HuntError> {
+    std::fs::create_dir_all(dir).map_err(|source| pimdiff_atomic::Error::Io {
+        path: dir.to_path_buf(),
+        source,
+    })?;
+    pimdiff_atomic::clean_temp(dir)?;
+    if !pimdiff_atomic::absent_or_empty(dir)? {
+        return Err(HuntError::CorpusNotEmpty {
+            path: dir.to_path_buf(),
+        });
+    }
+    Ok(())
+}
+
+/// A target's summary details with a guided hunt's statistics beside them, under `guided`
+/// (a target's object of details keeps its keys; anything else moves under `target`).
+fn with_guided(details: serde_json::Value, stats: serde_json::Value) -> serde_json::Value {
+    let mut map = match details {
+        serde_json::Value::Object(m) => m,
+        serde_json::Value::Null => serde_json::Map::new(),
+        other => serde_json::Map::from_iter([("target".to_string(), other)]),
+    };
+    map.insert("guided".to_string(), stats);
+    serde_json::Value::Object(map)
 }
 
 /// The summary of a finished hunt.

@@ -16,6 +16,8 @@ pub mod compile;
 pub mod cores;
 pub mod cross;
 pub mod files;
+pub mod guided;
+pub mod mutate;
 pub mod network;
 pub mod outcome;
 pub mod profile;

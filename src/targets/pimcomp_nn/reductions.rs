@@ -75,7 +75,7 @@ pub fn valid_candidates(net: &Network) -> Vec<(String, Network)> {
 }
 
 /// Removes nodes that do not reach the last node, renumbering providers.
-fn prune(mut net: Network) -> Network {
+pub(crate) fn prune(mut net: Network) -> Network {
     let n = net.nodes.len();
     if n == 0 {
         return net;
@@ -114,7 +114,7 @@ fn cut_after(net: &Network, i: usize) -> Network {
 }
 
 /// The network without node `i`: its consumers read its provider number `via` instead.
-fn bypass(net: &Network, i: usize, via: usize) -> Option<Network> {
+pub(crate) fn bypass(net: &Network, i: usize, via: usize) -> Option<Network> {
     let target = *net.nodes[i].inputs.get(via)?;
     let mut nodes: Vec<NetNode> = net.nodes.clone();
     for node in nodes.iter_mut().skip(i + 1) {

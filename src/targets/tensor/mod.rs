@@ -8,9 +8,13 @@
 //! (`crate::triage`); a finding is a case directory with its bundle, and the report and
 //! pictures rendered from the dossier ([`files`], `crate::report`).
 
+#[cfg(feature = "coverage-counters")]
+pub mod counters;
 pub mod detection;
 pub mod files;
 pub mod generate;
+pub mod guided;
+pub mod mutate;
 pub mod shrink;
 
 use std::path::Path;

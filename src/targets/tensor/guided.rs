@@ -1,0 +1,98 @@
+//! Tensor cases as a coverage-guided target (`engine::guided`): feedback, mutations
+//! ([`super::mutate`]) and the corpus entry (a case directory, as `pimdiff oracle` reads it).
+//!
+//! **Feedback.** In a build with the `coverage-counters` feature (the in-repo compiler built
+//! with `-C instrument-coverage`, see [`super::counters`]), the edges are the compiler's own
+//! LLVM profile counters that a case moved, each with its hit-count bucket. Otherwise they are a
+//! *stand-in*: the case's edge tags (`generate::edge_tags`), the compiled program's shape
+//! (each core's opcode pairs, opcode counts in buckets, the core count) and the outcome
+//! (kind, finding signature, decline reason).
+
+use std::path::Path;
+
+use pimdiff_oracle::Case;
+use rand_chacha::ChaCha8Rng;
+
+use super::generate::edge_tags;
+use super::mutate::mutate_case;
+use super::TensorTarget;
+use crate::check::{CaseResult, Outcome};
+use crate::engine::edges::hit_bucket;
+use crate::engine::watchdog::StageClock;
+use crate::engine::{CorpusError, Edges, GuidedTarget, Target};
+use crate::finding::abstract_message;
+
+impl GuidedTarget for TensorTarget {
+    fn feedback_source(&self) -> String {
+        if cfg!(feature = "coverage-counters") {
+            "llvm profile counters of the in-repo compiler, with hit-count buckets".into()
+        } else {
+            "stand-in: case edge tags, program opcode pairs and counts, outcome".into()
+        }
+    }
+
+    fn feedback(&self, case: &Case, run: &CaseResult) -> Option<Edges> {
+        Some(Edges::from_features(stand_in_features(case, run)))
+    }
+
+    #[cfg(feature = "coverage-counters")]
+    fn run_with_edges(&self, case: &Case, clock: &StageClock) -> (CaseResult, Option<Edges>) {
+        super::counters::around(|| self.run(case, clock))
+    }
+
+    #[cfg(not(feature = "coverage-counters"))]
+    fn run_with_edges(&self, case: &Case, clock: &StageClock) -> (CaseResult, Option<Edges>) {
+        let run = self.run(case, clock);
+        let edges = self.feedback(case, &run);
+        (run, edges)
+    }
+
+    fn mutate(&self, case: &Case, other: Option<&Case>, rng: &mut ChaCha8Rng) -> Option<Case> {
+        mutate_case(self.generator_config(), case, other, rng)
+    }
+
+    fn write_case(&self, case: &Case, dir: &Path) -> Result<(), pimdiff_atomic::Error> {
+        pimdiff_oracle::io::write_case_files(case, dir).map_err(|e| pimdiff_atomic::Error::Io {
+            path: dir.to_path_buf(),
+            source: std::io::Error::other(e.to_string()),
+        })
+    }
+
+    fn read_case(&self, dir: &Path) -> Result<Case, CorpusError> {
+        pimdiff_oracle::io::read_case(dir).map_err(|e| CorpusError::new(dir, e.to_string()))
+    }
+}
+
+/// The stand-in's features of one run (see the module docs).
+fn stand_in_features(case: &Case, run: &CaseResult) -> Vec<String> {
+    let mut out: Vec<String> = edge_tags(case)
+        .into_iter()
+        .map(|t| format!("tag {t:?}"))
+        .collect();
+    out.push(format!("outcome {:?}", run.outcome.kind()));
+    if let Some(s) = run.signature() {
+        out.push(format!("signature {s}"));
+    }
+    if let Outcome::Unsupported { reason } = &run.outcome {
+        out.push(format!("declined {}", abstract_message(reason)));
+    }
+    if let Some(b) = &run.bundle {
+        out.push(format!(
+            "cores {}",
+            hit_bucket(b.program.cores.len() as u64)
+        ));
+        for core in &b.program.cores {
+            let mut counts = std::collections::BTreeMap::new();
+            for pair in core.windows(2) {
+                out.push(format!("{:?}>{:?}", pair[0].opcode(), pair[1].opcode()));
+            }
+            for inst in core {
+                *counts.entry(inst.opcode()).or_insert(0u64) += 1;
+            }
+            for (op, n) in counts {
+                out.push(format!("{op:?} x{}", hit_bucket(n)));
+            }
+        }
+    }
+    out
+}
