@@ -12,6 +12,8 @@
 #
 # Usage: scripts/coverage-compiler.sh [--cases N] [--seed S] [--jobs J] [--skip-unit]
 #        [-- EXTRA HUNT FLAGS]
+# COVERAGE_TARGET_DIR overrides target/coverage; one target dir serves one checkout only (cargo
+# names path crates relative to the workspace root, so another checkout's build looks fresh).
 # Needs: LLVM tools of rustc's LLVM version (scripts/setup-llvm-cov.sh installs them), a
 # nightly toolchain whose LLVM major version is the same (`rustup toolchain install nightly`).
 set -euo pipefail
@@ -50,6 +52,8 @@ done
 export CARGO_TARGET_DIR="${COVERAGE_TARGET_DIR:-$repo/target/coverage}"
 export RUSTFLAGS="-C instrument-coverage -Z coverage-options=branch --cfg coverage_nightly"
 export CARGO_INCREMENTAL=0
+# Build scripts and proc macros are instrumented too: their profiles go with the others.
+export LLVM_PROFILE_FILE="${CARGO_TARGET_DIR}/profraw/build-%p-%m.profraw"
 report="$CARGO_TARGET_DIR/report"
 prof="$CARGO_TARGET_DIR/profraw"
 mkdir -p "$report"
