@@ -44,7 +44,7 @@ fn same_seed_same_case() {
 #[test]
 fn seed_zero_is_stable() {
     let case = case_from_seed(&GenConfig::default(), 0);
-    insta::assert_snapshot!(pimdiff::targets::tensor::generate::describe_case(&case), @"conv2d N2 C1→K8 4×2 k3×2 s5×4 p[3, 2, 3, 1] d1×1 g1 +bias +relu | 2 cores × 16 arrays of 6×8, 65536 B local");
+    insta::assert_snapshot!(pimdiff::targets::tensor::generate::describe_case(&case), @"conv2d N1 C7→K7 5×4 k3×3 s5×2 p[1, 2, 1, 2] d1×1 g7 +bias +relu | 4 cores × 16 arrays of 1×5, 65536 B local");
 }
 
 #[test]

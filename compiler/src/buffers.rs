@@ -284,6 +284,39 @@ pub(crate) fn core_needs(spatial: &Spatial, mapping: &Mapping) -> Vec<CoreNeeds>
     needs
 }
 
+/// The bytes the busiest core needs for a chunk of `kind`, and that core.
+fn need(p: &Problem, needs: &[CoreNeeds], clip: bool, kind: ChunkKind) -> (u64, usize) {
+    let win = window_bound(p, kind, clip);
+    let px = kind_pixels(p, kind);
+    needs
+        .iter()
+        .enumerate()
+        .map(|(core, n)| (n.bytes(n.input_bytes(kind, win), px), core))
+        .max()
+        .unwrap_or((0, 0))
+}
+
+/// The local memory at which each chunking starts to be chosen, smallest chunk of each kind
+/// and largest: below `Images(n)`'s it is fewer images per chunk, below `Images(1)`'s rows,
+/// and so on down to one gathered pixel, below which the case is unsupported. Testing reads
+/// these to put local memory just above (or below) a mode's edge, so that every chunking and
+/// several chunks per image are exercised.
+pub(crate) fn thresholds(p: &Problem, needs: &[CoreNeeds], clip: bool) -> Vec<u64> {
+    [
+        ChunkKind::Images(p.n),
+        ChunkKind::Images(1),
+        ChunkKind::Rows(p.oh),
+        ChunkKind::Rows(1),
+        ChunkKind::Pixels(p.ow),
+        ChunkKind::Pixels(1),
+        ChunkKind::Gather(p.ow),
+        ChunkKind::Gather(1),
+    ]
+    .into_iter()
+    .map(|kind| need(p, needs, clip, kind).0)
+    .collect()
+}
+
 /// The coarsest chunking whose buffers fit every core's local memory: whole images, else
 /// output rows, else pixels of a row, else gathered pixels; `Unsupported` when not even
 /// one gathered pixel fits.
@@ -293,16 +326,7 @@ fn choose_chunking(
     clip: bool,
     lmem: u64,
 ) -> Result<ChunkKind, CompileError> {
-    let need_of = |kind: ChunkKind| -> (u64, usize) {
-        let win = window_bound(p, kind, clip);
-        let px = kind_pixels(p, kind);
-        needs
-            .iter()
-            .enumerate()
-            .map(|(core, n)| (n.bytes(n.input_bytes(kind, win), px), core))
-            .max()
-            .unwrap_or((0, 0))
-    };
+    let need_of = |kind: ChunkKind| need(p, needs, clip, kind);
     let fits = |kind: ChunkKind| need_of(kind).0 <= lmem;
     // Largest size in 1..=max for which `make(size)` fits, if any.
     let largest = |max: usize, make: &dyn Fn(usize) -> ChunkKind| -> Option<usize> {

@@ -314,6 +314,31 @@ pub(crate) fn plan(case: &Case, options: &CompileOptions) -> Result<Compiled, Co
     })
 }
 
+/// The values of `local_memory_bytes` at which the bufferization of `options.lowering`
+/// changes mode for this case (its other fields as they are): from each one up, a coarser
+/// chunking or scheme fits; one byte below the smallest, the case is unsupported. Hunts put
+/// local memory at and around these edges, where the gathering and chunked code paths run,
+/// which ample memory never reaches. Unordered, possibly repeated.
+pub fn local_memory_thresholds(
+    case: &Case,
+    options: &CompileOptions,
+) -> Result<Vec<u64>, CompileError> {
+    let arch = &case.spec.arch;
+    if arch.cores == 0 {
+        return Err(CompileError::Internal("arch.cores must be >= 1".into()));
+    }
+    let spatial = tiling::tile(case, options)?;
+    let mapping = mapping::map(&spatial, arch.cores, arch.arrays_per_core)?;
+    Ok(match options.lowering {
+        Lowering::Channel => buffers::thresholds(
+            &spatial.problem,
+            &buffers::core_needs(&spatial, &mapping),
+            options.skip_padding,
+        ),
+        Lowering::Pixel => pixel::buffers::thresholds(&spatial, &mapping),
+    })
+}
+
 /// Compile a case into a bundle: program, crossbar export, io manifest.
 pub fn compile(case: &Case, options: &CompileOptions) -> Result<Bundle, CompileError> {
     lower(case, options, false).map(|(bundle, _)| bundle)

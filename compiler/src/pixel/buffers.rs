@@ -141,6 +141,22 @@ pub fn bufferize(
     })
 }
 
+/// The local memory at which each scheme starts to be chosen (staged patch, patch, gather):
+/// the largest core map of each. Testing reads these to put local memory at a scheme's edge.
+pub(crate) fn thresholds(spatial: &Spatial, mapping: &Mapping) -> Vec<u64> {
+    let needs = core_needs(spatial, mapping);
+    [Scheme::StagedPatch, Scheme::Patch, Scheme::Gather]
+        .into_iter()
+        .map(|scheme| {
+            needs
+                .iter()
+                .map(|n| lay_out(spatial, n, scheme).used as u64)
+                .max()
+                .unwrap_or(0)
+        })
+        .collect()
+}
+
 /// The first scheme under which every core's map fits `lmem`.
 fn choose_scheme(
     spatial: &Spatial,

@@ -17,7 +17,10 @@
 //! tile size −1 / = / +1, kernels larger than the unpadded input, stride larger than the
 //! kernel, padding larger than the kernel, one-pixel outputs, 1-row or 1-column arrays, one
 //! core versus many, all-zero weight tiles, extreme values (−128, 127), groups and depthwise
-//! convolutions, dilation, asymmetric padding, batch > 1, bias and ReLU, tight local memory.
+//! convolutions, dilation, asymmetric padding, batch > 1, bias and ReLU, tight local memory,
+//! and local memory at the edges where the in-repo compiler's bufferization changes mode
+//! (whole images, output rows, pixels of a row, gathered pixels; patch or gathered input for
+//! the pixel-wise lowering), with batches in every mode and several chunks per image.
 //! [`edge_tags`] classifies a finished case by those edges (used by the tests and by hunt
 //! statistics).
 //!
@@ -26,6 +29,8 @@
 //! shrinking the input bytes shrinks the case.
 
 use ndarray::{Array1, ArrayD, IxDyn};
+use pimdiff_compiler::{local_memory_thresholds, CompileOptions, Lowering};
+use pimdiff_oracle::limits::MAX_TOTAL_LOCAL_MEMORY_BYTES;
 use pimdiff_oracle::{Case, CaseArch, CaseSpec, Conv2d, Mvm, Op};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -215,10 +220,13 @@ pub fn case_strategy(cfg: GenConfig) -> impl proptest::strategy::Strategy<Value 
 /// The generator proper: one valid case from any choice source.
 pub fn generate<C: Choices>(cfg: &GenConfig, c: &mut C) -> Case {
     let cfg = cfg.sanitized();
+    // Local memory at a bufferization edge (decided first, because such cases also lean
+    // toward batches: per-image offsets differ between the chunkings).
+    let memory_edge = c.chance(cfg.edge_ratio * MEMORY_EDGE_SHARE);
     let spec = if c.chance(1.0 - cfg.mvm_ratio) {
-        conv_spec(&cfg, c)
+        conv_spec(&cfg, c, memory_edge)
     } else {
-        mvm_spec(&cfg, c)
+        mvm_spec(&cfg, c, memory_edge)
     };
     let tensor_seed = c.int(0, u64::MAX);
     let modes = (
@@ -249,12 +257,61 @@ pub fn generate<C: Choices>(cfg: &GenConfig, c: &mut C) -> Case {
             }
         }))
     });
-    match Case::new(spec, input, weight, bias, None) {
+    let case = match Case::new(spec, input, weight, bias, None) {
         Ok(case) => case,
         // Unreachable by construction (every bound above is checked against the limits and
         // the int32 range); falling back to the plainest case keeps the generator total.
-        Err(_) => plain_case(),
+        Err(_) => return plain_case(),
+    };
+    let edge_bytes = if memory_edge {
+        memory_at_edge(&cfg, c, &case)
+    } else {
+        None
+    };
+    match edge_bytes {
+        Some(bytes) => {
+            let mut spec = case.spec.clone();
+            spec.arch.local_memory_bytes = bytes;
+            Case::new(spec, case.input, case.weight, case.bias, None)
+                .unwrap_or_else(|_| plain_case())
+        }
+        None => case,
     }
+}
+
+/// Share of edge choices (times [`GenConfig::edge_ratio`]) that put local memory at a
+/// bufferization edge: with the default 0.5, a quarter of all cases.
+const MEMORY_EDGE_SHARE: f64 = 0.5;
+
+/// Local memory at one of the edges where the in-repo compiler's bufferization changes mode
+/// ([`pimdiff_compiler::local_memory_thresholds`], both lowerings): exactly at a threshold, a
+/// few bytes above it, or one byte below it (the next finer mode at its largest chunk, so a
+/// ragged last chunk). Ample memory, the common case, always takes the coarsest mode: whole
+/// images, one chunk. `None` when the case does not map at all (an overcommitted one).
+fn memory_at_edge<C: Choices>(cfg: &GenConfig, c: &mut C, case: &Case) -> Option<usize> {
+    let mut edges: Vec<u64> = Vec::new();
+    for lowering in Lowering::ALL {
+        let options = CompileOptions {
+            lowering,
+            ..CompileOptions::default()
+        };
+        edges.extend(local_memory_thresholds(case, &options).ok()?);
+    }
+    edges.sort_unstable();
+    edges.dedup();
+    if edges.is_empty() {
+        return None;
+    }
+    let edge = c.pick(&edges);
+    let bytes = match c.size(0, 3) {
+        0 => edge,
+        1 => edge + c.int(1, 8),
+        2 => edge.saturating_sub(1),
+        _ => edge + c.int(9, 64),
+    };
+    let cap = (cfg.max_local_memory_bytes as u64)
+        .min(MAX_TOTAL_LOCAL_MEMORY_BYTES / case.spec.arch.cores.max(1) as u64);
+    Some(bytes.clamp(1, cap.max(1)) as usize)
 }
 
 /// A one-line description of a case's shape, for logs and tables: e.g.
@@ -372,11 +429,11 @@ fn array_dim<C: Choices>(c: &mut C, cfg: &GenConfig) -> usize {
     }
 }
 
-fn conv_spec<C: Choices>(cfg: &GenConfig, c: &mut C) -> CaseSpec {
+fn conv_spec<C: Choices>(cfg: &GenConfig, c: &mut C, memory_edge: bool) -> CaseSpec {
     let rows = array_dim(c, cfg);
     let cols = array_dim(c, cfg);
     let (groups, cin, cout) = conv_channels(cfg, c, rows, cols);
-    let n = batch(c, cfg);
+    let n = batch(c, cfg, memory_edge);
     let w = conv_window(cfg, c);
     let bias = c.chance(0.5);
     let relu = c.chance(0.5);
@@ -556,12 +613,12 @@ fn conv_stride<C: Choices>(c: &mut C, kernel: [usize; 2]) -> [usize; 2] {
     stride
 }
 
-fn mvm_spec<C: Choices>(cfg: &GenConfig, c: &mut C) -> CaseSpec {
+fn mvm_spec<C: Choices>(cfg: &GenConfig, c: &mut C, memory_edge: bool) -> CaseSpec {
     let rows = array_dim(c, cfg);
     let cols = array_dim(c, cfg);
     let in_features = edge_size(c, cfg.edge_ratio, rows, cfg.max_channels);
     let out_features = edge_size(c, cfg.edge_ratio, cols, cfg.max_channels);
-    let n = batch(c, cfg);
+    let n = batch(c, cfg, memory_edge);
     let bias = c.chance(0.5);
     let relu = c.chance(0.5);
     let op = Mvm {
@@ -594,8 +651,11 @@ fn mvm_spec<C: Choices>(cfg: &GenConfig, c: &mut C) -> CaseSpec {
     }
 }
 
-fn batch<C: Choices>(c: &mut C, cfg: &GenConfig) -> usize {
-    if cfg.max_batch > 1 && c.chance(0.3) {
+/// Batch: often 1; more than 1 in 30% of cases, and in 60% of those whose local memory sits
+/// at a bufferization edge, so that every chunking meets images after the first.
+fn batch<C: Choices>(c: &mut C, cfg: &GenConfig, memory_edge: bool) -> usize {
+    let share = if memory_edge { 0.6 } else { 0.3 };
+    if cfg.max_batch > 1 && c.chance(share) {
         c.size(2, cfg.max_batch)
     } else {
         1
