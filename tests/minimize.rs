@@ -105,36 +105,42 @@ fn shrinks_a_mismatch_to_a_tiny_case() {
         format!("{}\n{}\n{}", found.signature, describe_case(&m.case), m.log.join("\n")),
         @r"
         mismatch: channels some, pixels all, batch all
-        conv2d N1 C1→K2 1×1 k1×1 s1×1 p[0, 0, 0, 0] d1×1 g1 +bias | 1 core × 1 arrays of 1×1, 65536 B local
-        batch 2 → 1
-        height 4 → 1 (first)
-        width 2 → 1 (first)
-        output channels 8 → 7
-        output channels 7 → 6
-        output channels 6 → 5
-        output channel 0 removed
-        output channel 0 removed
-        output channel 1 removed
-        kernel height 3 → 1
-        kernel width 2 → 1
+        conv2d N1 C2→K2 1×1 k1×1 s1×1 p[0, 0, 0, 0] d1×1 g2 +bias | 1 core × 1 arrays of 1×1, 65536 B local
+        height 5 → 1 (first)
+        width 4 → 1 (first)
+        groups 7 → 3
+        groups 3 → 2
+        kernel height 3 → 2
         stride[0] 5 → 1
-        stride[1] 4 → 1
-        padding[0] 3 → 0
+        padding[0] 1 → 0
         padding[1] 2 → 0
-        padding[2] 3 → 0
-        padding[3] 1 → 0
-        cores 2 → 1
-        arrays per core 16 → 1
-        array rows 6 → 1
-        array cols 8 → 4
-        array cols 4 → 2
+        cores 4 → 1
+        arrays per core 16 → 8
+        arrays per core 8 → 4
+        arrays per core 4 → 2
+        array cols 5 → 1
+        weight[6..12] → 0
+        weight[1] → 0
+        weight[2] → 0
+        weight[3] → 0
+        weight[4] → 0
+        weight[5] → 0
+        bias[1] → 0
+        input → ±1
+        weight → ±1
+        bias → ±1
+        kernel width 3 → 2
+        padding[3] 2 → 1
+        relu removed
+        arrays per core 2 → 1
         input → 0
         weight → 0
-        bias[1] → 0
-        bias → ±1
-        relu removed
-        array cols 2 → 1
-        stopped: fixpoint after 48 candidates
+        kernel height 2 → 1
+        kernel width 2 → 1
+        stride[1] 2 → 1
+        padding[2] 1 → 0
+        padding[3] 1 → 0
+        stopped: fixpoint after 68 candidates
         "
     );
 }

@@ -187,7 +187,7 @@ pub struct PimcompTargetArgs {
     #[arg(long)]
     pub coverage: bool,
     /// With --coverage: also an HTML report by gcovr in DIR (gcovr from $PATH or
-    /// scripts/setup-python.sh's environment).
+    /// the environment of scripts/setup-python.sh).
     #[arg(long, value_name = "DIR", requires = "coverage")]
     pub coverage_html: Option<PathBuf>,
 }

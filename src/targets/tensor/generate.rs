@@ -79,6 +79,10 @@ pub struct GenConfig {
     /// arrays or too little local memory). Default 0.03: the capacity checks are exercised
     /// without wasting many cases on *unsupported*.
     pub overcommit_ratio: f64,
+    /// Share of cases whose local memory sits at a bufferization edge of the in-repo compiler
+    /// (exactly at a mode's threshold, just above, one byte below), leaning to batches above
+    /// one. Default 0.25: without it, the gathering modes were never reached.
+    pub memory_edge_ratio: f64,
 }
 
 impl Default for GenConfig {
@@ -95,6 +99,7 @@ impl Default for GenConfig {
             mvm_ratio: 0.25,
             edge_ratio: 0.5,
             overcommit_ratio: 0.03,
+            memory_edge_ratio: 0.25,
         }
     }
 }
@@ -122,6 +127,7 @@ impl GenConfig {
             mvm_ratio: clamp(self.mvm_ratio),
             edge_ratio: clamp(self.edge_ratio),
             overcommit_ratio: clamp(self.overcommit_ratio),
+            memory_edge_ratio: clamp(self.memory_edge_ratio),
         }
     }
 }
@@ -222,7 +228,7 @@ pub fn generate<C: Choices>(cfg: &GenConfig, c: &mut C) -> Case {
     let cfg = cfg.sanitized();
     // Local memory at a bufferization edge (decided first, because such cases also lean
     // toward batches: per-image offsets differ between the chunkings).
-    let memory_edge = c.chance(cfg.edge_ratio * MEMORY_EDGE_SHARE);
+    let memory_edge = c.chance(cfg.memory_edge_ratio);
     let spec = if c.chance(1.0 - cfg.mvm_ratio) {
         conv_spec(&cfg, c, memory_edge)
     } else {
@@ -278,10 +284,6 @@ pub fn generate<C: Choices>(cfg: &GenConfig, c: &mut C) -> Case {
         None => case,
     }
 }
-
-/// Share of edge choices (times [`GenConfig::edge_ratio`]) that put local memory at a
-/// bufferization edge: with the default 0.5, a quarter of all cases.
-const MEMORY_EDGE_SHARE: f64 = 0.5;
 
 /// Local memory at one of the edges where the in-repo compiler's bufferization changes mode
 /// ([`pimdiff_compiler::local_memory_thresholds`], both lowerings): exactly at a threshold, a
