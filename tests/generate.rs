@@ -165,6 +165,7 @@ fn zero_sized_config_still_generates() {
         mvm_ratio: f64::NAN,
         edge_ratio: 7.0,
         overcommit_ratio: -1.0,
+        memory_edge_ratio: f64::INFINITY,
     };
     for seed in 0..200 {
         revalidate(&case_from_seed(&cfg, seed));
