@@ -199,18 +199,32 @@ pub fn minimize<T: Target>(
     );
     let run = panic::catch(|| target.run(&shrunk.case, &StageClock::new())).ok();
     let evidence = target.evidence(&shrunk.case, run, signature);
-    Triaged {
-        stats: MinimizationStats {
-            tried: shrunk.tried as u64,
-            kept: shrunk.kept as u64,
-            original_size: target.size(case),
-            minimized_size: target.size(&shrunk.case),
-            cut_short: shrunk.cut_short,
-        },
-        case: shrunk.case,
-        cause: cause.clone(),
-        evidence,
-        log: shrunk.log,
+    Triaged::of_shrunk(target, case, shrunk, cause.clone(), evidence)
+}
+
+impl<T: Target> Triaged<T> {
+    /// The triaged case of a minimization of `original` that gave `shrunk`, judged into
+    /// `evidence`: what every target that minimizes with [`shrink`] returns.
+    pub fn of_shrunk(
+        target: &T,
+        original: &T::Case,
+        shrunk: Shrunk<T::Case>,
+        cause: Cause,
+        evidence: T::Evidence,
+    ) -> Triaged<T> {
+        Triaged {
+            stats: MinimizationStats {
+                tried: shrunk.tried as u64,
+                kept: shrunk.kept as u64,
+                original_size: target.size(original),
+                minimized_size: target.size(&shrunk.case),
+                cut_short: shrunk.cut_short,
+            },
+            case: shrunk.case,
+            cause,
+            evidence,
+            log: shrunk.log,
+        }
     }
 }
 

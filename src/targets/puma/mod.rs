@@ -55,7 +55,7 @@ use crate::engine::grouping::Cause;
 use crate::engine::shrink::{shrink, ShrinkOptions};
 use crate::engine::watchdog::{Stage, StageClock};
 use crate::engine::{Budget, Observation, Target, Triaged};
-use crate::finding::{FindingMeta, Kind, MinimizationStats, Signature};
+use crate::finding::{FindingMeta, Kind, Signature};
 
 /// The PUMA target: networks of `cases.net` through the trees of `cases.setup`, checked under
 /// `cases.check`.
@@ -210,19 +210,7 @@ impl Target for PumaTarget {
             Some(self.cases.run_in(&shrunk.case, tree))
         };
         let evidence = self.evidence_of(&shrunk.case, &case.network, run, sig);
-        Triaged {
-            stats: MinimizationStats {
-                tried: shrunk.tried as u64,
-                kept: shrunk.kept as u64,
-                original_size: self.size(case),
-                minimized_size: self.size(&shrunk.case),
-                cut_short: shrunk.cut_short,
-            },
-            log: shrunk.log,
-            cause: cause.clone(),
-            case: shrunk.case,
-            evidence,
-        }
+        Triaged::of_shrunk(self, case, shrunk, cause.clone(), evidence)
     }
 
     fn evidence(&self, case: &PumaCase, run: Option<CaseRun>, signature: &Signature) -> Evidence {
