@@ -97,26 +97,12 @@ pub fn network_text(net: &PumaNetwork, debug: bool) -> String {
         };
     }
     for matrix in &net.matrices {
-        let _ = match matrix {
-            Matrix::Dense {
-                name,
-                width,
-                height,
-            } => writeln!(t, "matrix {name} {width} {height}"),
-            Matrix::Conv {
-                name,
-                kernel_width,
-                kernel_height,
-                in_channels,
-                out_channels,
-                stride,
-                out_width,
-                out_height,
-            } => writeln!(
-                t,
-                "conv-matrix {name} {kernel_width} {kernel_height} {in_channels} {out_channels} {stride} {out_width} {out_height}"
-            ),
+        let keyword = match matrix {
+            Matrix::Dense { .. } => "matrix",
+            Matrix::Conv { .. } => "conv-matrix",
         };
+        let args: Vec<String> = matrix.create_args().iter().map(u32::to_string).collect();
+        let _ = writeln!(t, "{keyword} {} {}", matrix.name(), args.join(" "));
     }
     for (i, op) in net.values.iter().enumerate() {
         let _ = writeln!(t, "let %{i} = {}", operation(net, op));

@@ -109,29 +109,17 @@ fn declarations(t: &mut String, net: &PumaNetwork) {
         };
     }
     for matrix in &net.matrices {
-        let _ = match matrix {
-            Matrix::Dense {
-                name,
-                width,
-                height,
-            } => writeln!(
-                t,
-                "    ConstantMatrix t_{name} = ConstantMatrix::create(model, \"{name}\", {width}, {height});"
-            ),
-            Matrix::Conv {
-                name,
-                kernel_width,
-                kernel_height,
-                in_channels,
-                out_channels,
-                stride,
-                out_width,
-                out_height,
-            } => writeln!(
-                t,
-                "    ConvolutionalConstantMatrix t_{name} = ConvolutionalConstantMatrix::create(model, \"{name}\", {kernel_width}, {kernel_height}, {in_channels}, {out_channels}, {stride}, {out_width}, {out_height});"
-            ),
+        let class = match matrix {
+            Matrix::Dense { .. } => "ConstantMatrix",
+            Matrix::Conv { .. } => "ConvolutionalConstantMatrix",
         };
+        let name = matrix.name();
+        let args: Vec<String> = matrix.create_args().iter().map(u32::to_string).collect();
+        let _ = writeln!(
+            t,
+            "    {class} t_{name} = {class}::create(model, \"{name}\", {});",
+            args.join(", ")
+        );
     }
 }
 

@@ -927,6 +927,33 @@ impl Matrix {
         }
     }
 
+    /// The numbers its `create` call takes after the model and the name, in the API's order
+    /// (`ConstantMatrix::create`, `ConvolutionalConstantMatrix::create`): the driver's file and
+    /// a finding's `model.cpp` both write them, and must agree.
+    pub fn create_args(&self) -> Vec<u32> {
+        match *self {
+            Matrix::Dense { width, height, .. } => vec![width, height],
+            Matrix::Conv {
+                kernel_width,
+                kernel_height,
+                in_channels,
+                out_channels,
+                stride,
+                out_width,
+                out_height,
+                ..
+            } => vec![
+                kernel_width,
+                kernel_height,
+                in_channels,
+                out_channels,
+                stride,
+                out_width,
+                out_height,
+            ],
+        }
+    }
+
     /// The shape of its weights: `[height, width]`, or `[kernel_height, kernel_width,
     /// out_channels, in_channels]` (the orders `generateData` reads).
     pub fn data_shape(&self) -> Vec<usize> {
