@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 
 use pimdiff::compilers::external::compile_external;
 use pimdiff::process::{Environment, Invocation, Limits, Pinning, Status};
-use pimdiff::targets::pimcomp_nn::compile::{compile, CompilerSetup, Pipeline};
+use pimdiff::targets::pimcomp_nn::compile::{compile, CompilerSetup, Pipeline, ZeroedMemory};
 use pimdiff::targets::tensor::generate::{case_from_seed, GenConfig};
 
 const TIMEOUT: Duration = Duration::from_secs(20);
@@ -179,7 +179,7 @@ fn setup(bin: &Path, config: &Path, timeout: Duration) -> CompilerSetup {
         timeout,
         max_rss_bytes: 4 << 30,
         coverage: None,
-        huge_pages: false,
+        zeroed_memory: ZeroedMemory::Small,
     }
 }
 

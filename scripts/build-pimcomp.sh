@@ -85,7 +85,7 @@ shim_sum="$(sha256sum < "$shim" | cut -c1-64)"
 # The shim is not in the key (it is built in a second): a cached build whose shim is older
 # than scripts/pimcomp-shim.c gets the new one, put in place by a rename.
 build_shim() {
-    cc -shared -fPIC -O2 -o "$1/libpimdiff-shim.so.tmp" "$shim" -ldl
+    cc -shared -fPIC -O2 -fno-builtin-memset -o "$1/libpimdiff-shim.so.tmp" "$shim" -ldl
     mv "$1/libpimdiff-shim.so.tmp" "$1/libpimdiff-shim.so"
     echo "$shim_sum" > "$1/shim.sha256"
 }

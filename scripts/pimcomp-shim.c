@@ -26,6 +26,16 @@
  *    most of a compile's time is the kernel's 51,200 page faults for it; with 2 MiB pages they
  *    are 100. The memory's contents are the same (zeros), so the compile is the same.
  *
+ * 5. With PIMDIFF_LAZY_ZERO=1, a memset to zero of at least LAZY_ZERO_MIN bytes gives the
+ *    whole pages it covers back to the kernel (MADV_DONTNEED) instead of writing them, when
+ *    they lie in private anonymous writable memory (checked in /proc/self/maps). Why: a
+ *    compile zeroes 600 MB it mostly never uses (the static array above and two 200 MB
+ *    std::vector<int> resizes, evaluation/ModelEvaluation.cpp), and faulting in and clearing
+ *    those pages is nearly all of its time. For private anonymous memory MADV_DONTNEED is
+ *    exact: the pages read back as zeros, exactly what memset would have left, and are only
+ *    faulted in where the program touches them. Anything else (a file or shared mapping,
+ *    locked pages, a refused madvise) takes the real memset.
+ *
  * Built by scripts/build-pimcomp.sh as libpimdiff-shim.so beside the binary.
  */
 #define _GNU_SOURCE
@@ -119,6 +129,139 @@ static int program_bss(struct dl_phdr_info *info, size_t size, void *data)
     return 1; /* the first object is the program itself */
 }
 
+/* Below this a memset is written as usual: a madvise and a read of /proc/self/maps cost more
+ * than zeroing a few pages. */
+#define LAZY_ZERO_MIN (1u << 20)
+#define PAGE 4096u
+
+static int lazy_zero;
+static void *(*real_memset)(void *, int, size_t);
+static __thread int resolving;
+
+static uintptr_t parse_hex(const char **s)
+{
+    uintptr_t v = 0;
+    for (;; (*s)++) {
+        char c = **s;
+        if (c >= '0' && c <= '9')
+            v = v * 16 + (uintptr_t)(c - '0');
+        else if (c >= 'a' && c <= 'f')
+            v = v * 16 + (uintptr_t)(c - 'a' + 10);
+        else
+            return v;
+    }
+}
+
+enum maps_verdict { MAPS_NO, MAPS_YES, MAPS_MORE };
+
+/* One line of /proc/self/maps ("lo-hi rw-p offset 00:00 0 [name]") against the range still to
+ * be covered, [*cursor, end). */
+static enum maps_verdict judge_mapping(const char *l, uintptr_t *cursor, uintptr_t end)
+{
+    uintptr_t lo = parse_hex(&l);
+    if (*l++ != '-')
+        return MAPS_NO;
+    uintptr_t hi = parse_hex(&l);
+    if (*l++ != ' ')
+        return MAPS_NO;
+    if (hi <= *cursor)
+        return MAPS_MORE; /* before the range */
+    if (lo > *cursor)
+        return MAPS_NO; /* a hole */
+    if (l[0] != 'r' || l[1] != 'w' || l[3] != 'p' || l[4] != ' ')
+        return MAPS_NO; /* not private and writable */
+    l += 5;
+    (void)parse_hex(&l); /* offset */
+    if (l[0] != ' ' || l[1] != '0' || l[2] != '0' || l[3] != ':' || l[4] != '0' || l[5] != '0' ||
+        l[6] != ' ' || l[7] != '0' || (l[8] != ' ' && l[8] != '\0'))
+        return MAPS_NO; /* backed by a file (device and inode not 00:00 0) */
+    *cursor = hi;
+    return hi >= end ? MAPS_YES : MAPS_MORE;
+}
+
+/* Whether [start, end) is covered by private anonymous writable mappings, the memory where
+ * MADV_DONTNEED leaves zero-fill pages. Reads the maps with a stack buffer: no allocation. */
+static int private_anonymous(uintptr_t start, uintptr_t end)
+{
+    int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    char buf[4096];
+    size_t have = 0;
+    uintptr_t cursor = start;
+    enum maps_verdict verdict = MAPS_MORE;
+    int skipping = 0; /* inside the tail of a line longer than the buffer */
+    while (verdict == MAPS_MORE) {
+        ssize_t got = read(fd, buf + have, sizeof buf - 1 - have);
+        if (got <= 0)
+            break;
+        have += (size_t)got;
+        buf[have] = '\0';
+        size_t pos = 0;
+        char *nl;
+        while (verdict == MAPS_MORE && (nl = memchr(buf + pos, '\n', have - pos)) != NULL) {
+            *nl = '\0';
+            if (!skipping)
+                verdict = judge_mapping(buf + pos, &cursor, end);
+            skipping = 0;
+            pos = (size_t)(nl - buf) + 1;
+        }
+        memmove(buf, buf + pos, have - pos);
+        have -= pos;
+        if (verdict == MAPS_MORE && have == sizeof buf - 1) {
+            /* A line longer than the buffer (a long file name): its fields are in the head. */
+            if (!skipping)
+                verdict = judge_mapping(buf, &cursor, end);
+            skipping = 1;
+            have = 0;
+        }
+    }
+    close(fd);
+    return verdict == MAPS_YES;
+}
+
+static void resolve_memset(void)
+{
+    resolving = 1;
+    real_memset = (void *(*)(void *, int, size_t))dlsym(RTLD_NEXT, "memset");
+    resolving = 0;
+}
+
+void *memset(void *p, int c, size_t n)
+{
+    if (real_memset == NULL) {
+        if (resolving) { /* dlsym itself zeroing something: byte by byte */
+            volatile unsigned char *b = p;
+            for (size_t i = 0; i < n; i++)
+                b[i] = (unsigned char)c;
+            return p;
+        }
+        resolve_memset();
+    }
+    if (lazy_zero && c == 0 && n >= LAZY_ZERO_MIN) {
+        uintptr_t s = ((uintptr_t)p + PAGE - 1) & ~(uintptr_t)(PAGE - 1);
+        uintptr_t e = ((uintptr_t)p + n) & ~(uintptr_t)(PAGE - 1);
+        if (e > s && private_anonymous(s, e) && madvise((void *)s, e - s, MADV_DONTNEED) == 0) {
+            real_memset(p, 0, s - (uintptr_t)p);
+            real_memset((void *)e, 0, (uintptr_t)p + n - e);
+            return p;
+        }
+    }
+    return real_memset(p, c, n);
+}
+
+/* The fortified spelling (_FORTIFY_SOURCE) of the same call. */
+void *__memset_chk(void *p, int c, size_t n, size_t room)
+{
+    if (n > room) {
+        void (*fail)(void) = (void (*)(void))dlsym(RTLD_NEXT, "__chk_fail");
+        if (fail != NULL)
+            fail();
+        abort();
+    }
+    return memset(p, c, n);
+}
+
 static void on_fatal(int sig)
 {
     void *frames[64];
@@ -162,4 +305,6 @@ __attribute__((constructor)) static void install(void)
     const char *huge = getenv("PIMDIFF_HUGE_BSS");
     if (huge != NULL && strcmp(huge, "1") == 0)
         dl_iterate_phdr(program_bss, NULL);
+    const char *lazy = getenv("PIMDIFF_LAZY_ZERO");
+    lazy_zero = lazy != NULL && strcmp(lazy, "1") == 0;
 }

@@ -12,7 +12,7 @@ use pimdiff::engine::{
     run_hunt, HuntConfig, HuntControl, HuntSummary, Limit, MinimizeConfig, Shard, Target,
 };
 use pimdiff::targets::pimcomp_nn::case::CaseContext;
-use pimdiff::targets::pimcomp_nn::compile::{CompilerSetup, Pipeline};
+use pimdiff::targets::pimcomp_nn::compile::{CompilerSetup, Pipeline, ZeroedMemory};
 use pimdiff::targets::pimcomp_nn::network::NetConfig;
 use pimdiff::targets::pimcomp_nn::{PimcompTarget, VENDORED};
 
@@ -111,20 +111,26 @@ fn a_coverage_hunt_reports_consistent_totals_and_edges() {
     );
 }
 
-/// Huge pages change how fast the compiler zeroes its static array, not what it compiles.
+/// Lazy zeroing and huge pages change how fast the compiler gets its zeroed memory, not what
+/// it compiles: the three modes give the same hunt.
 #[test]
-fn huge_and_small_pages_give_the_same_hunt() {
+fn every_way_of_zeroing_gives_the_same_hunt() {
     let Some(bin) = built("PIMCOMP_NN_BIN", "scripts/build-pimcomp.sh") else {
         return;
     };
-    let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let huge = hunt(&config(a.path(), 6), target(&bin));
-    let mut small_target = target(&bin);
-    small_target.cases.setup.huge_pages = false;
-    let small = hunt(&config(b.path(), 6), small_target);
-    assert_eq!(huge.outcomes, small.outcomes);
+    let run = |memory: ZeroedMemory| {
+        let dir = tempfile::tempdir().unwrap();
+        let mut t = target(&bin);
+        t.cases.setup.zeroed_memory = memory;
+        hunt(&config(dir.path(), 6), t)
+    };
     let sigs = |s: &HuntSummary| -> Vec<String> {
         s.findings.iter().map(|f| f.signature.clone()).collect()
     };
-    assert_eq!(sigs(&huge), sigs(&small));
+    let small = run(ZeroedMemory::Small);
+    for memory in [ZeroedMemory::Lazy, ZeroedMemory::Huge] {
+        let other = run(memory);
+        assert_eq!(small.outcomes, other.outcomes, "{memory:?}");
+        assert_eq!(sigs(&small), sigs(&other), "{memory:?}");
+    }
 }

@@ -35,7 +35,7 @@ use crate::engine::{
 };
 use crate::finding::{HuntSummary, Kind};
 use crate::targets::pimcomp_nn::case::CaseContext;
-use crate::targets::pimcomp_nn::compile::{CompilerSetup, Pipeline};
+use crate::targets::pimcomp_nn::compile::{CompilerSetup, Pipeline, ZeroedMemory};
 use crate::targets::pimcomp_nn::network::NetConfig;
 use crate::targets::pimcomp_nn::PimcompTarget;
 use crate::targets::puma::case::CaseContext as PumaCases;
@@ -151,9 +151,10 @@ pub enum PipelineMode {
     Both,
 }
 
-/// The page size PIMCOMP-NN's static data get.
+/// How PIMCOMP-NN's zeroed memory is provided (`targets::pimcomp_nn::ZeroedMemory`).
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PageSize {
+    Lazy,
     Huge,
     Small,
 }
@@ -177,10 +178,12 @@ pub struct PimcompTargetArgs {
     /// Largest number of blocks of a generated network (--target pimcomp-nn).
     #[arg(long, value_name = "N")]
     pub max_blocks: Option<usize>,
-    /// Page size for PIMCOMP-NN's zero-initialized data: `huge` (transparent huge pages:
-    /// compiles about twice as fast, same programs) or `small` (4 KiB pages, as before; for
+    /// How PIMCOMP-NN's zeroed memory is provided: `lazy` (its large zeroing memsets give
+    /// the pages back to the kernel, which maps zero pages where the compiler touches them:
+    /// compiles over 10 times as fast, same programs), `huge` (transparent huge pages over its
+    /// static data) or `small` (4 KiB pages, every byte written: the compiler as built; for
     /// comparing).
-    #[arg(long, value_enum, default_value = "huge")]
+    #[arg(long, value_enum, default_value = "lazy")]
     pub pimcomp_pages: PageSize,
     /// Measure PIMCOMP-NN's coverage (--pimcomp-bin must be a `scripts/build-pimcomp.sh
     /// --coverage` build): each case's edges, and line and branch totals in summary.json.
@@ -486,7 +489,11 @@ fn pimcomp_target(args: &Args, out: &Path) -> anyhow::Result<PimcompTarget> {
         t.max_rss_mib.saturating_mul(1 << 20),
     )
     .map_err(|e| anyhow::anyhow!("{e}"))?;
-    setup.huge_pages = t.pimcomp_pages == PageSize::Huge;
+    setup.zeroed_memory = match t.pimcomp_pages {
+        PageSize::Lazy => ZeroedMemory::Lazy,
+        PageSize::Huge => ZeroedMemory::Huge,
+        PageSize::Small => ZeroedMemory::Small,
+    };
     if t.coverage {
         let vendored = crate::targets::pimcomp_nn::VENDORED;
         setup.coverage = Some(

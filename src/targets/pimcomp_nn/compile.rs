@@ -58,11 +58,25 @@ pub struct CompilerSetup {
     /// Measuring coverage (a `scripts/build-pimcomp.sh --coverage` binary): each compile
     /// records its edges, and its gcov counts go under this directory (`GCOV_PREFIX`).
     pub coverage: Option<CoverageRun>,
-    /// Asks the shim for transparent huge pages over the binary's zero-initialized data
-    /// (`PIMDIFF_HUGE_BSS=1`): most of a compile's time is otherwise page faults for a 200 MB
-    /// static array it zeroes (see `scripts/pimcomp-shim.c`). The program's memory holds the
-    /// same values either way.
-    pub huge_pages: bool,
+    /// How the memory the compiler zeroes is provided (see [`ZeroedMemory`]).
+    pub zeroed_memory: ZeroedMemory,
+}
+
+/// How the shim provides the memory PIMCOMP-NN zeroes. Why it matters: every compile zeroes
+/// a 200 MB static array and two 200 MB vectors (`evaluation/ModelEvaluation.cpp`) it mostly
+/// never uses; writing them was over 90 % of a compile. The program's memory holds the same
+/// values (zeros) in every mode, so it compiles the same programs (tested on hunts).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum ZeroedMemory {
+    /// `PIMDIFF_LAZY_ZERO=1`: a memset to zero of 1 MiB or more over private anonymous memory
+    /// gives the pages back to the kernel (`MADV_DONTNEED`), which hands out zero pages only
+    /// where the program touches them.
+    #[default]
+    Lazy,
+    /// `PIMDIFF_HUGE_BSS=1`: transparent huge pages over the static data, every byte written.
+    Huge,
+    /// Plain 4 KiB pages, every byte written: the compiler as built.
+    Small,
 }
 
 /// Why a compiler set-up is unusable (exit 2).
@@ -107,7 +121,7 @@ impl CompilerSetup {
             timeout,
             max_rss_bytes,
             coverage: None,
-            huge_pages: true,
+            zeroed_memory: ZeroedMemory::default(),
         })
     }
 }
@@ -261,8 +275,10 @@ fn environment(
     edge_map: Option<&EdgeMap>,
 ) -> Vec<(String, String)> {
     let mut vars = vec![("PIMDIFF_PIN_TIME".to_string(), pin_time.to_string())];
-    if setup.huge_pages {
-        vars.push(("PIMDIFF_HUGE_BSS".to_string(), "1".to_string()));
+    match setup.zeroed_memory {
+        ZeroedMemory::Lazy => vars.push(("PIMDIFF_LAZY_ZERO".to_string(), "1".to_string())),
+        ZeroedMemory::Huge => vars.push(("PIMDIFF_HUGE_BSS".to_string(), "1".to_string())),
+        ZeroedMemory::Small => {}
     }
     if let Some(map) = edge_map {
         vars.push((
