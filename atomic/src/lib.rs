@@ -196,11 +196,19 @@ pub fn write_file(dest: &Path, bytes: &[u8]) -> Result<(), Error> {
 
 /// Writes `bytes` as a new file inside a directory under construction (synced by the
 /// directory's commit): for the files of an [`AtomicDir`].
+/// Missing parent directories are created, but only after a write finds them missing: a
+/// directory's files are written one after another into one existing parent, and asking for
+/// it every time was two system calls per file.
 pub fn write_new(path: &Path, bytes: &[u8]) -> Result<(), Error> {
-    if let Some(parent) = path.parent() {
-        fs::create_dir_all(parent).map_err(io_err(parent))?;
+    match fs::write(path, bytes) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            if let Some(parent) = path.parent() {
+                fs::create_dir_all(parent).map_err(io_err(parent))?;
+            }
+            fs::write(path, bytes).map_err(io_err(path))
+        }
+        result => result.map_err(io_err(path)),
     }
-    fs::write(path, bytes).map_err(io_err(path))
 }
 
 /// Removes a directory so that no reader ever sees it half-removed: it is first renamed to a

@@ -116,3 +116,20 @@ fn leftovers_are_cleaned_and_removal_is_atomic() {
     remove_dir(&root.path().join("moved")).unwrap();
     assert!(absent_or_empty(root.path()).unwrap());
 }
+
+/// A file of a directory under construction lands in its parent, which is created when
+/// missing (and only then), and its bytes are exactly those given.
+#[test]
+fn write_new_creates_missing_parents_and_writes_into_existing_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let nested = dir.path().join("a/b/c.bin");
+    pimdiff_atomic::write_new(&nested, b"first").unwrap();
+    assert_eq!(std::fs::read(&nested).unwrap(), b"first");
+    let sibling = dir.path().join("a/b/d.bin");
+    pimdiff_atomic::write_new(&sibling, b"second").unwrap();
+    assert_eq!(std::fs::read(&sibling).unwrap(), b"second");
+    // A parent that is a file is an error naming the path, not a panic.
+    let under_file = nested.join("e.bin");
+    let err = pimdiff_atomic::write_new(&under_file, b"x").unwrap_err();
+    assert!(err.to_string().contains("c.bin"), "{err}");
+}

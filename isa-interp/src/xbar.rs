@@ -42,7 +42,8 @@ pub struct ArrayGroup {
 use std::path::{Path, PathBuf};
 
 use ndarray::ArrayD;
-use ndarray_npy::{write_npy, ReadNpyError, ReadNpyExt};
+use ndarray::ShapeBuilder;
+use ndarray_npy::write_npy;
 use pimdiff_input::npy::read_header;
 use serde::{Deserialize, Serialize};
 
@@ -218,16 +219,41 @@ fn read_cells(path: &Path) -> Result<Array3<i32>, XbarError> {
             rest.len()
         )));
     }
-    let npy = |e: ReadNpyError| npy_err(e.to_string());
-    let dyn_cells: ArrayD<i32> = match item {
-        1 => ArrayD::<i8>::read_npy(&bytes[..])
-            .map_err(npy)?
-            .mapv(i32::from),
-        2 => ArrayD::<i16>::read_npy(&bytes[..])
-            .map_err(npy)?
-            .mapv(i32::from),
-        _ => ArrayD::<i32>::read_npy(&bytes[..]).map_err(npy)?,
+    // Decoded here from the header already checked: a second parse of the header by
+    // ndarray_npy was a tenth of reading a served bundle.
+    let big = header.descr.starts_with('>');
+    let values: Vec<i32> = match item {
+        1 => rest.iter().map(|&b| i32::from(b as i8)).collect(),
+        2 => rest
+            .chunks_exact(2)
+            .map(|c| {
+                let b = [c[0], c[1]];
+                i32::from(if big {
+                    i16::from_be_bytes(b)
+                } else {
+                    i16::from_le_bytes(b)
+                })
+            })
+            .collect(),
+        _ => rest
+            .chunks_exact(4)
+            .map(|c| {
+                let b = [c[0], c[1], c[2], c[3]];
+                if big {
+                    i32::from_be_bytes(b)
+                } else {
+                    i32::from_le_bytes(b)
+                }
+            })
+            .collect(),
     };
+    let dims = ndarray::IxDyn(&header.shape);
+    let dyn_cells = if header.fortran_order {
+        ArrayD::from_shape_vec(dims.f(), values)
+    } else {
+        ArrayD::from_shape_vec(dims, values)
+    }
+    .map_err(|e| npy_err(e.to_string()))?;
     let shape = dyn_cells.shape().to_vec();
     dyn_cells
         .into_dimensionality::<ndarray::Ix3>()
@@ -278,6 +304,72 @@ pub fn write_export_dir(x: &CrossbarExport, dir: &Path) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A `.npy` file as NumPy would write it: header padded to 64 bytes, then `data`.
+    fn npy_bytes(descr: &str, fortran: bool, shape: &[usize], data: &[u8]) -> Vec<u8> {
+        let dims: Vec<String> = shape.iter().map(|d| d.to_string()).collect();
+        let fortran = if fortran { "True" } else { "False" };
+        let mut header = format!(
+            "{{'descr': '{descr}', 'fortran_order': {fortran}, 'shape': ({},), }}",
+            dims.join(", ")
+        );
+        while (10 + header.len() + 1) % 64 != 0 {
+            header.push(' ');
+        }
+        header.push('\n');
+        let mut out = b"\x93NUMPY\x01\x00".to_vec();
+        out.extend_from_slice(&(header.len() as u16).to_le_bytes());
+        out.extend_from_slice(header.as_bytes());
+        out.extend_from_slice(data);
+        out
+    }
+
+    /// Cells of every width, byte order and memory order read as ndarray_npy reads them.
+    #[test]
+    fn cells_decode_like_ndarray_npy_in_every_dtype_and_order() {
+        use ndarray_npy::ReadNpyExt;
+        let dir = tempfile::tempdir().unwrap();
+        let values: Vec<i32> = (0..12).map(|i| (i * 37 % 23) - 11).collect();
+        let i8s: Vec<u8> = values.iter().map(|&v| v as i8 as u8).collect();
+        let le16: Vec<u8> = values
+            .iter()
+            .flat_map(|&v| (v as i16 * 300).to_le_bytes())
+            .collect();
+        let be16: Vec<u8> = values
+            .iter()
+            .flat_map(|&v| (v as i16 * 300).to_be_bytes())
+            .collect();
+        let le32: Vec<u8> = values
+            .iter()
+            .flat_map(|&v| (v * 70_000).to_le_bytes())
+            .collect();
+        let be32: Vec<u8> = values
+            .iter()
+            .flat_map(|&v| (v * 70_000).to_be_bytes())
+            .collect();
+        let cases: [(&str, &[u8], fn(&[u8]) -> ArrayD<i32>); 5] = [
+            ("|i1", &i8s, |b| {
+                ArrayD::<i8>::read_npy(b).unwrap().mapv(i32::from)
+            }),
+            ("<i2", &le16, |b| {
+                ArrayD::<i16>::read_npy(b).unwrap().mapv(i32::from)
+            }),
+            (">i2", &be16, |b| {
+                ArrayD::<i16>::read_npy(b).unwrap().mapv(i32::from)
+            }),
+            ("<i4", &le32, |b| ArrayD::<i32>::read_npy(b).unwrap()),
+            (">i4", &be32, |b| ArrayD::<i32>::read_npy(b).unwrap()),
+        ];
+        for (descr, data, reference) in cases {
+            for fortran in [false, true] {
+                let bytes = npy_bytes(descr, fortran, &[2, 3, 2], data);
+                let path = dir.path().join("cells.npy");
+                std::fs::write(&path, &bytes).unwrap();
+                let cells = read_cells(&path).unwrap().into_dyn();
+                assert_eq!(cells, reference(&bytes), "{descr} fortran={fortran}");
+            }
+        }
+    }
 
     fn export(cells: Array3<i32>) -> CrossbarExport {
         let mut x = CrossbarExport::default();

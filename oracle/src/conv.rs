@@ -48,9 +48,9 @@ const COL_BUDGET: usize = 1 << 17;
 /// Tasks per thread aimed at when a layer has few pixel blocks, so both cores stay busy.
 const TASKS_PER_THREAD: usize = 4;
 
-/// Below this many multiply-accumulates a convolution runs on the calling thread (a hunt's cases
+/// Below this many multiply-accumulates a convolution (or an MVM) runs on the calling thread (a hunt's cases
 /// are far below it; a ResNet-18 layer is far above).
-const PARALLEL_MIN_MACS: u64 = 1 << 20;
+pub(crate) const PARALLEL_MIN_MACS: u64 = 1 << 20;
 
 /// The exact int32 conv2d of an NCHW int8 `input` with `weight` `[K, C/groups, kh, kw]`,
 /// plus `bias` (when `p.bias`), then ReLU (when `p.relu`). Output `[N, K, OH, OW]`.

@@ -9,6 +9,7 @@ use ndarray::{s, Array2, ArrayView1, ArrayView2, Axis};
 use rayon::prelude::*;
 
 use crate::case::{check_bias, check_shape, validate_operator, Mvm, Op};
+use crate::conv::PARALLEL_MIN_MACS;
 use crate::error::{CaseError, OracleError, WEIGHT_NPY};
 
 /// Reduction length summed in i32 before moving to i64 (`2^14 · 2^16 = 2^30 < 2^31`).
@@ -53,22 +54,33 @@ pub fn mvm(
 }
 
 /// `Σ_i w[o, i] · x[n, i]` for a row-major `w` `[outs, len]`, row-major `[N, outs]`: one dot
-/// product per output, on every rayon thread.
+/// product per output, on every rayon thread when the product is large.
 fn by_rows(x: &[i8], w: &[i8], len: usize, outs: usize) -> Vec<i64> {
+    let parallel = parallel(x.len(), outs);
     x.chunks(len.max(1))
         .flat_map(|xr| {
-            (0..outs)
-                .into_par_iter()
-                .map(|o| {
-                    let wr = &w[o * len..(o + 1) * len];
-                    xr.chunks(R_CHUNK)
-                        .zip(wr.chunks(R_CHUNK))
-                        .map(|(xc, wc)| dot(xc, wc) as i64)
-                        .sum::<i64>()
-                })
-                .collect::<Vec<i64>>()
+            let dot_row = |o: usize| {
+                let wr = &w[o * len..(o + 1) * len];
+                xr.chunks(R_CHUNK)
+                    .zip(wr.chunks(R_CHUNK))
+                    .map(|(xc, wc)| dot(xc, wc) as i64)
+                    .sum::<i64>()
+            };
+            if parallel {
+                (0..outs).into_par_iter().map(dot_row).collect::<Vec<i64>>()
+            } else {
+                (0..outs).map(dot_row).collect::<Vec<i64>>()
+            }
         })
         .collect()
+}
+
+/// Whether `x` (all rows) times `outs` outputs is worth the pool: below
+/// [`PARALLEL_MIN_MACS`] multiply-accumulates (every MVM of a hunt's cases) the work runs on the
+/// calling thread, since waking the pool's threads for a few thousand products cost more than
+/// the products (a tenth of a served tensor case's time went to the pool's spinning).
+fn parallel(x_len: usize, outs: usize) -> bool {
+    x_len as u64 * outs as u64 >= PARALLEL_MIN_MACS
 }
 
 /// Output columns of one task in [`by_columns`]: a 4 KiB i32 accumulator row stays in L1.
@@ -80,27 +92,33 @@ const COLUMN_BLOCK: usize = 1024;
 /// `R_CHUNK` rows, then in i64 (exact for the reasons in the module docs).
 fn by_columns(x: &[i8], wt: ArrayView2<i8>, len: usize, outs: usize) -> Vec<i64> {
     let blocks: Vec<usize> = (0..outs).step_by(COLUMN_BLOCK).collect();
+    let parallel = parallel(x.len(), outs);
     x.chunks(len.max(1))
         .flat_map(|xr| {
-            blocks
-                .par_iter()
-                .flat_map_iter(|&o0| {
-                    let block = wt.slice(s![.., o0..(o0 + COLUMN_BLOCK).min(outs)]);
-                    let mut wide = vec![0i64; block.ncols()];
-                    let mut acc = vec![0i32; block.ncols()];
-                    for (xc, rows) in xr
-                        .chunks(R_CHUNK)
-                        .zip(block.axis_chunks_iter(Axis(0), R_CHUNK))
-                    {
-                        acc.fill(0);
-                        for (&xi, row) in xc.iter().zip(rows.rows()) {
-                            axpy(&mut acc, xi, row.as_slice().expect("contiguous rows"));
-                        }
-                        wide.iter_mut().zip(&acc).for_each(|(s, &a)| *s += a as i64);
+            let block_sums = |&o0: &usize| {
+                let block = wt.slice(s![.., o0..(o0 + COLUMN_BLOCK).min(outs)]);
+                let mut wide = vec![0i64; block.ncols()];
+                let mut acc = vec![0i32; block.ncols()];
+                for (xc, rows) in xr
+                    .chunks(R_CHUNK)
+                    .zip(block.axis_chunks_iter(Axis(0), R_CHUNK))
+                {
+                    acc.fill(0);
+                    for (&xi, row) in xc.iter().zip(rows.rows()) {
+                        axpy(&mut acc, xi, row.as_slice().expect("contiguous rows"));
                     }
-                    wide
-                })
-                .collect::<Vec<i64>>()
+                    wide.iter_mut().zip(&acc).for_each(|(s, &a)| *s += a as i64);
+                }
+                wide
+            };
+            if parallel {
+                blocks
+                    .par_iter()
+                    .flat_map_iter(block_sums)
+                    .collect::<Vec<i64>>()
+            } else {
+                blocks.iter().flat_map(block_sums).collect::<Vec<i64>>()
+            }
         })
         .collect()
 }

@@ -54,9 +54,7 @@ pub fn compile_external(
         .map_err(|e| poisoned(e.to_string()))?;
     let case_dir = invocation.dir().join("case");
     let out_dir = invocation.dir().join("bundle");
-    let mut case = case.clone();
-    case.expected = None;
-    pimdiff_oracle::io::write_case(&case, &case_dir).map_err(|e| {
+    super::write_scratch_case(case, &case_dir).map_err(|e| {
         poisoned(format!(
             "cannot write the case for the external compiler: {e}"
         ))

@@ -139,9 +139,7 @@ pub fn compile_served(
         .map_err(|e| poisoned(format!("cannot create a temporary directory: {e}")))?;
     let case_dir = work.path().join("case");
     let out_dir = work.path().join("bundle");
-    let mut case = case.clone();
-    case.expected = None;
-    pimdiff_oracle::io::write_case(&case, &case_dir)
+    super::write_scratch_case(case, &case_dir)
         .map_err(|e| poisoned(format!("cannot write the case for the compile server: {e}")))?;
     std::fs::create_dir(&out_dir).map_err(|e| {
         poisoned(format!(
