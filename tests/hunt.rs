@@ -98,6 +98,19 @@ fn the_same_seed_gives_the_same_findings_whatever_the_thread_count() {
     assert_eq!(one.cases_run, 300);
     assert_eq!(stable(&read_summary(&a)), stable(&one));
     let files = tree(&a.join("findings"));
+    // Each report is titled with the signature its finding is filed under (finding.json's,
+    // the folder's name), whether or not that is the case's own outcome signature.
+    for f in &one.findings {
+        let dir = a.join(&f.dir);
+        let meta: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(dir.join("finding.json")).unwrap()).unwrap();
+        let report = std::fs::read_to_string(dir.join("report.md")).unwrap();
+        let title = report.lines().next().unwrap();
+        assert_eq!(
+            title,
+            format!("# pimdiff: {}", meta["signature"].as_str().unwrap())
+        );
+    }
     for jobs in [2, 4] {
         let (b, many) = run(jobs);
         assert_eq!(stable(&one), stable(&many), "{jobs} jobs");

@@ -318,8 +318,19 @@ pub fn render(entry: &crate::corpus::Entry, checked: &EntryResult) -> String {
         }
     }
     let _ = writeln!(out, "outcome: {}", checked.result.outcome.summary());
-    if let Some(sig) = checked.result.signature() {
+    let own = checked.result.signature().map(|s| s.to_string());
+    if let Some(sig) = &own {
         let _ = writeln!(out, "signature: {sig}");
+    }
+    // A finding is filed under the cause triage named; say it when that is not the outcome's
+    // own signature, so the folder's name and this output do not seem to disagree.
+    if let Some(f) = entry
+        .meta
+        .finding
+        .as_ref()
+        .filter(|f| Some(&f.signature) != own.as_ref())
+    {
+        let _ = writeln!(out, "filed as: {}", f.signature);
     }
     if let Some(d) = &checked.expected_disagrees {
         let _ = writeln!(

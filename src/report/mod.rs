@@ -44,9 +44,17 @@ pub fn render_report(case: &Case, result: &CaseResult, cfg: &RunConfig) -> Strin
 
 /// The markdown report of a judged finding: a rendering, nothing in it runs or compiles.
 pub fn render(d: &Dossier) -> String {
+    render_filed(d, None)
+}
+
+/// [`render`] for a finding filed under `filed_as`, its `finding.json` signature: the cause
+/// triage named (say `mismatch: ld of uninitialised global memory`), which can differ from the
+/// signature of the saved case's own outcome (the shape of the wrong output, what `repro` and
+/// `replay` confirm). The title is the name the finding is filed under; both are listed.
+pub fn render_filed(d: &Dossier, filed_as: Option<&str>) -> String {
     let (case, result) = (&d.case, &d.result);
     let mut r = String::new();
-    header_section(&mut r, d);
+    header_section(&mut r, d, filed_as);
     case_section(&mut r, case);
     outcome_section(&mut r, case, result);
     if d.suspects != Suspects::NotYet {
@@ -96,15 +104,21 @@ fn explanation_section(r: &mut String, d: &Dossier) {
     }
 }
 
-fn header_section(r: &mut String, d: &Dossier) {
+fn header_section(r: &mut String, d: &Dossier, filed_as: Option<&str>) {
     let (result, outcome) = (&d.result, &d.result.outcome);
-    let title = match result.signature() {
-        Some(sig) => sig.to_string(),
-        None => outcome.kind().to_string(),
+    let own = result.signature().map(|s| s.to_string());
+    let filed_apart = filed_as.filter(|f| Some(*f) != own.as_deref());
+    let title = match (filed_apart, &own) {
+        (Some(filed), _) => filed.to_string(),
+        (None, Some(sig)) => sig.clone(),
+        (None, None) => outcome.kind().to_string(),
     };
     let _ = writeln!(r, "# pimdiff: {title}\n");
     let _ = writeln!(r, "- outcome: {}", outcome.summary());
-    if let Some(sig) = result.signature() {
+    if let Some(filed) = filed_apart {
+        let _ = writeln!(r, "- filed as: `{filed}` (the cause triage found)");
+    }
+    if let Some(sig) = &own {
         let _ = writeln!(r, "- signature: `{sig}`");
     }
     let _ = writeln!(r, "- compiler: {}", d.compiler);

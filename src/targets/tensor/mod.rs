@@ -202,7 +202,7 @@ impl Target for TensorTarget {
         evidence: &Dossier,
         meta: &mut FindingMeta,
     ) -> Result<(), pimdiff_atomic::Error> {
-        let report = crate::report::render(evidence);
+        let report = crate::report::render_filed(evidence, Some(&meta.signature));
         // What `repro` and `replay` can confirm without localizing: the saved case's own
         // outcome signature (the finding's `signature` may be a localized cause).
         if let Some(own) = evidence.result.outcome.signature() {
