@@ -76,13 +76,43 @@ pub fn read(path: &Path, limit: Limit) -> Result<Vec<u8>, InputError> {
 
 /// [`read`] for files where no bytes is a valid content (a zero-length data segment).
 pub fn read_maybe_empty(path: &Path, limit: Limit) -> Result<Vec<u8>, InputError> {
-    let (file, size) = open_regular(path, limit)?;
-    // The size sizes the buffer; `take` stops a file that grew since at the limit.
-    let mut bytes = Vec::with_capacity(size as usize);
-    file.take(limit.bytes + 1)
-        .read_to_end(&mut bytes)
-        .map_err(InputError::Io)?;
+    let (mut file, size) = open_regular(path, limit)?;
+    let bytes = read_sized(&mut file, size, limit).map_err(InputError::Io)?;
     check_size(bytes.len() as u64, limit)?;
+    Ok(bytes)
+}
+
+/// Reads `file` to its end, expecting `size` bytes (its length when opened) and never more
+/// than one byte past `limit`. Why not `read_to_end`: it reads once more to find the end after
+/// the expected bytes, and a hunt reads a dozen small files per case; a read that returns less
+/// than asked past `size` is the end of a regular file. A file that grew since keeps being
+/// read (up to the limit), and one whose length says 0 (procfs) is read until a read returns 0.
+fn read_sized(file: &mut File, size: u64, limit: Limit) -> io::Result<Vec<u8>> {
+    let cap = limit.bytes.saturating_add(1);
+    let mut bytes = vec![0u8; size.saturating_add(1).min(cap) as usize];
+    let mut filled = 0;
+    loop {
+        if filled == bytes.len() {
+            if bytes.len() as u64 >= cap {
+                break;
+            }
+            let grown = (bytes.len() as u64).saturating_mul(2).max(4096).min(cap);
+            bytes.resize(grown as usize, 0);
+        }
+        let n = match file.read(&mut bytes[filled..]) {
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if n == 0 {
+            break;
+        }
+        filled += n;
+        if filled < bytes.len() && filled as u64 >= size {
+            break;
+        }
+    }
+    bytes.truncate(filled);
     Ok(bytes)
 }
 

@@ -278,3 +278,30 @@ fn the_hostile_npy_header_claims_what_it_is_told() {
     assert_eq!(header.elements(), Some(1_000_000_000_000));
     assert_eq!(header.descr, "<i4");
 }
+
+/// A file whose length says 0 but which has content (procfs) is read to its real end, within
+/// the limit; a regular file of every size around the read's first buffer reads back exactly.
+#[test]
+fn files_read_back_exactly_whatever_their_stated_length() {
+    let big = Limit {
+        name: "BIG",
+        bytes: 1 << 20,
+    };
+    let status = read(std::path::Path::new("/proc/self/status"), big).unwrap();
+    assert!(status.starts_with(b"Name:"), "{:?}", &status[..16]);
+    // A procfs file longer than a small limit is refused by what was read, not its length 0.
+    assert!(matches!(
+        read(std::path::Path::new("/proc/self/status"), TEN),
+        Err(InputError::TooLarge {
+            size: 11,
+            limit: TEN
+        })
+    ));
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("f");
+    for len in [1usize, 2, 4095, 4096, 4097, 70_000] {
+        let data: Vec<u8> = (0..len).map(|i| (i % 251) as u8 + 1).collect();
+        fs::write(&path, &data).unwrap();
+        assert_eq!(read(&path, big).unwrap(), data, "{len} bytes");
+    }
+}

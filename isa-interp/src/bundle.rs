@@ -27,7 +27,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::formats::{read_program_dir, write_program_dir};
 use crate::program::Program;
-use crate::xbar::{read_export_dir, write_export_dir, CrossbarExport};
+use crate::xbar::{read_export_dir, write_export_dir, CrossbarExport, XbarError};
 
 /// Everything a compiler hands to the harness.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -474,7 +474,7 @@ impl Bundle {
             let path = path.to_path_buf();
             move |source| BundleError::Io { path, source }
         };
-        fs::create_dir_all(dir).map_err(io_err(dir))?;
+        // `write_program_dir` creates `dir` when missing.
         write_program_dir(&self.program, dir).map_err(io_err(dir))?;
         let xdir = dir.join(Self::XBARS_DIR);
         if xdir.exists() {
@@ -491,10 +491,18 @@ impl Bundle {
     pub fn read_dir(dir: &Path) -> Result<Bundle, BundleError> {
         let program = read_program_dir(dir)?;
         let xdir = dir.join(Self::XBARS_DIR);
-        let xbars = if xdir.is_dir() {
-            read_export_dir(&xdir)?
-        } else {
-            CrossbarExport::default()
+        let xbars = match read_export_dir(&xdir) {
+            Ok(x) => x,
+            // No `xbars/` (or a file by that name, as before): an empty export.
+            Err(XbarError::Io { source, .. })
+                if matches!(
+                    source.kind(),
+                    std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
+                ) && !xdir.is_dir() =>
+            {
+                CrossbarExport::default()
+            }
+            Err(e) => return Err(e.into()),
         };
         let manifest = IoManifest::read_dir(dir)?;
         Ok(Bundle {

@@ -106,7 +106,9 @@ pub fn read_export_dir(dir: &Path) -> Result<CrossbarExport, XbarError> {
         let path = path.to_path_buf();
         move |source| XbarError::Io { path, source }
     };
+    // The listing says which files are there: core ids, and whether each has its pair.
     let mut ids = std::collections::BTreeSet::new();
+    let mut names = std::collections::BTreeSet::new();
     for entry in std::fs::read_dir(dir).map_err(io(dir))? {
         let entry = entry.map_err(io(dir))?;
         let name = entry.file_name();
@@ -119,6 +121,7 @@ pub fn read_export_dir(dir: &Path) -> Result<CrossbarExport, XbarError> {
             .or_else(|| rest.strip_suffix(".npy"));
         if let Some(id) = stem.and_then(|s| s.parse::<u32>().ok()) {
             ids.insert(id);
+            names.insert(name.to_string());
         }
     }
     let mut export = CrossbarExport::default();
@@ -126,7 +129,12 @@ pub fn read_export_dir(dir: &Path) -> Result<CrossbarExport, XbarError> {
         let json_path = dir.join(format!("core_{id}.json"));
         let npy_path = dir.join(format!("core_{id}.npy"));
         for (have, missing) in [(&json_path, &npy_path), (&npy_path, &json_path)] {
-            if !missing.exists() {
+            let listed = |p: &Path| {
+                p.file_name()
+                    .and_then(|n| n.to_str())
+                    .is_some_and(|n| names.contains(n))
+            };
+            if !listed(missing) {
                 return Err(XbarError::MissingPair {
                     path: have.clone(),
                     missing: missing
