@@ -355,7 +355,8 @@ mod tests {
             .iter()
             .flat_map(|&v| (v * 70_000).to_be_bytes())
             .collect();
-        let cases: [(&str, &[u8], fn(&[u8]) -> ArrayD<i32>); 5] = [
+        type Reference = fn(&[u8]) -> ArrayD<i32>;
+        let cases: [(&str, &[u8], Reference); 5] = [
             ("|i1", &i8s, |b| {
                 ArrayD::<i8>::read_npy(b).unwrap().mapv(i32::from)
             }),
