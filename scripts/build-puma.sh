@@ -7,6 +7,7 @@
 #
 #   scripts/build-puma.sh                # prints the plain tree's path on the last line of stdout
 #   scripts/build-puma.sh --sanitize     # prints the sanitizer tree's path instead
+#   scripts/build-puma.sh --coverage     # a coverage tree instead: gcov counts, per-case edges
 #   scripts/build-puma.sh --with-fixes   # plus every candidate fix in scripts/puma-fixes/
 #   scripts/build-puma.sh --mutation tests/fixtures/puma-mutants/NAME.patch
 #                                        # a plain tree only, with one source mutation (tests
@@ -24,6 +25,18 @@
 # Point `PUMA_DIR` at a tree for the integration tests; `pimdiff hunt --target puma` finds
 # the sanitizer tree as the plain tree's sibling `../sanitize`.
 #
+# --coverage builds a third tree, `coverage`, beside the other two under the same key (it is
+# built from the same inputs, and a hunt of it finds the sanitizer tree as its sibling) and
+# cached on its own: the same flags as the plain tree plus gcov (`--coverage`) and GCC's
+# `-fsanitize-coverage=trace-pc` on the compiler's sources (libpuma.so); the driver gets gcov
+# only (it counts the compiler's header it includes, and its edges are not the compiler's).
+# libpuma.so needs the shim's trace-pc callback, so the tree's `lib/libpimdiff-shim.so`
+# (the same scripts/pimcomp-shim.c) is linked in, found through an rpath. The tree is built in
+# place and stays (gcov needs its .gcno files and sources, and the .gcda paths compiled in
+# name its object directories; a hunt moves them with GCOV_PREFIX); `coverage-source.txt`
+# names it, and the driver is linked last, so a build cut short is not taken for a cached
+# one. Use it with `pimdiff hunt --target puma --puma-dir TREE --coverage` (docs/coverage.md).
+#
 # Source: $PUMA_COMPILER_SRC, else $PIMDIFF_SHARED/external/puma-compiler-c2ef1ac-src.tar.gz
 # (PIMDIFF_SHARED defaults to ../shared beside the repository). Patches:
 # scripts/puma-patches/*.patch in name order (each starts with a comment saying why; none
@@ -40,6 +53,7 @@ while [ "$#" -gt 0 ]; do
     case "$1" in
         --with-fixes) with_fixes=1 ;;
         --sanitize) flavour=sanitize ;;
+        --coverage) flavour=coverage ;;
         --mutation)
             mutation="${2:-}"
             shift
@@ -48,11 +62,11 @@ while [ "$#" -gt 0 ]; do
                 exit 2
             fi
             mutation="$(cd "$(dirname "$mutation")" && pwd)/$(basename "$mutation")" ;;
-        *) echo "build-puma: unknown argument: $1 (known: --sanitize, --with-fixes, --mutation PATCH)" >&2; exit 2 ;;
+        *) echo "build-puma: unknown argument: $1 (known: --sanitize, --coverage, --with-fixes, --mutation PATCH)" >&2; exit 2 ;;
     esac
     shift
 done
-if [ -n "$mutation" ] && [ "$flavour" = sanitize ]; then
+if [ -n "$mutation" ] && [ "$flavour" != plain ]; then
     echo "build-puma: a mutation builds the plain tree only" >&2
     exit 2
 fi
@@ -99,7 +113,12 @@ key="$( { sha256sum "$src" | cut -d' ' -f1
           sha256sum < "$driver"; sha256sum < "$shim"; sha256sum < "${BASH_SOURCE[0]}"; } | sha256sum | cut -c1-16)"
 dest="${CARGO_TARGET_DIR:-$root/target}/puma/$key"
 tree="$dest/$flavour"
-if [ -x "$dest/plain/bin/puma-driver" ] && { [ -n "$mutation" ] || [ -x "$dest/sanitize/bin/puma-driver" ]; }; then
+if [ "$flavour" = coverage ] && [ -x "$tree/bin/puma-driver" ]; then
+    echo "build-puma: cached ($tree)" >&2
+    echo "$tree"
+    exit 0
+fi
+if [ "$flavour" != coverage ] && [ -x "$dest/plain/bin/puma-driver" ] && { [ -n "$mutation" ] || [ -x "$dest/sanitize/bin/puma-driver" ]; }; then
     echo "build-puma: cached ($dest)" >&2
     echo "$tree"
     exit 0
@@ -128,18 +147,60 @@ build_tree() {
     printf '%s\n' "$flags" > "$out/cxxflags"
 }
 
+# The shim (crash frames; the trace-pc callback of the coverage tree) in a tree's lib/.
+build_shim() {
+    mkdir -p "$1/lib"
+    cc -shared -fPIC -O2 -Wl,-soname,libpimdiff-shim.so -o "$1/lib/libpimdiff-shim.so" "$shim" -ldl >&2
+}
+
+if [ "$flavour" = coverage ]; then
+    rm -rf "$tree"
+    mkdir -p "$tree"
+    tar xzf "$src" -C "$tree" --strip-components=1
+    for p in "${patches[@]}"; do
+        echo "build-puma: coverage: applying $(basename "$p")" >&2
+        patch -p1 -d "$tree" --no-backup-if-mismatch < "$p" >&2
+    done
+    build_shim "$tree"
+    # LD_FLAGS is the Makefile's link-only variable; make reads \$$ as \$, the shell as $.
+    make -C "$tree/src" -j "$jobs" \
+        CXXFLAGS="-std=c++11 -O1 -g --coverage -fsanitize-coverage=trace-pc" \
+        LD_FLAGS="-L$tree/lib -Wl,--no-as-needed -lpimdiff-shim "'-Wl,-rpath,\$$ORIGIN/../lib' >&2
+    printf '%s\n' "${patches[@]##*/}" > "$tree/patches.txt"
+    # A program linked against this library needs no runtime of the instrumentation.
+    printf '%s\n' "-O1 -g" > "$tree/cxxflags"
+    echo "$tree" > "$tree/coverage-source.txt"
+    mkdir -p "$tree/bin"
+    # libgcov's __gcov_dump is hidden: the driver exports it under the name the shim's crash
+    # handler looks for, so a crashing compile keeps its counts (of every instrumented object:
+    # libgcov chains them). Built outside the tree and uninstrumented: not the compiler's.
+    printf '%s\n' 'extern void __gcov_dump(void);' \
+        'void pimdiff_gcov_dump(void) { __gcov_dump(); }' > "$work/gcov-dump.c"
+    cc -c -O1 -fPIC -o "$work/gcov-dump.o" "$work/gcov-dump.c" >&2
+    (cd "$tree/bin" && g++ -std=c++11 -O1 -g --coverage -Wall -I"$tree/include" \
+        -o puma-driver.tmp "$driver" "$work/gcov-dump.o" -L"$tree/src" -lpuma \
+        -Wl,-rpath,'$ORIGIN/../src' -Wl,--export-dynamic-symbol=pimdiff_gcov_dump >&2)
+    mv "$tree/bin/puma-driver.tmp" "$tree/bin/puma-driver"
+    echo "build-puma: built $tree (coverage)" >&2
+    echo "$tree"
+    exit 0
+fi
+
 build_tree "$work/plain" "-O1 -g"
-mkdir -p "$work/plain/lib"
-cc -shared -fPIC -O2 -o "$work/plain/lib/libpimdiff-shim.so" "$shim" -ldl >&2
+build_shim "$work/plain"
 trees=("$work/plain")
 if [ -z "$mutation" ]; then
     build_tree "$work/sanitize" "-O1 -g -fsanitize=address,undefined -fno-omit-frame-pointer"
     trees+=("$work/sanitize")
 fi
-mkdir -p "$(dirname "$dest")"
-rm -rf "$dest"
-mkdir -p "$dest.tmp"
-mv "${trees[@]}" "$dest.tmp/"
-mv "$dest.tmp" "$dest"
+# Each tree is copied in under a hidden name and renamed into place; the coverage tree, when
+# there is one, stays.
+mkdir -p "$dest"
+for t in "${trees[@]}"; do
+    name="$(basename "$t")"
+    rm -rf "$dest/.$name.tmp" "$dest/$name"
+    mv "$t" "$dest/.$name.tmp"
+    mv "$dest/.$name.tmp" "$dest/$name"
+done
 echo "build-puma: built $dest" >&2
 echo "$tree"

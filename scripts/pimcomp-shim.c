@@ -1,4 +1,6 @@
-/* LD_PRELOAD shim for PIMCOMP-NN, used by `pimdiff hunt --target pimcomp-nn`.
+/* LD_PRELOAD shim for PIMCOMP-NN, used by `pimdiff hunt --target pimcomp-nn`, and for the
+ * PUMA compiler's driver (scripts/build-puma.sh builds it into each tree's lib/: crash frames,
+ * and in the coverage tree the edge callback libpuma.so is linked against).
  *
  * 1. Pins time() to $PIMDIFF_PIN_TIME. Why: PIMCOMP-NN seeds rand() from time(NULL)
  *    (backend/ElementPipelineSchedule.cpp:213, backend/ElementPlacement.cpp:48,
@@ -18,7 +20,9 @@
  *    at exit, so a crash keeps its edges). Block ids are offsets in the binary, so they do not
  *    depend on where it is loaded. Without the variable the edges land in a private map.
  *    When the binary was also built with gcov (--coverage), a crash dumps its line counts
- *    before dying (a normal exit writes them anyway).
+ *    before dying (a normal exit writes them anyway). Block ids are offsets from the
+ *    program's load address; for code in a shared library (PUMA's libpuma.so) they are stable
+ *    when the library's place is, as in the PUMA hunt's runs with ASLR off.
  *
  * 4. With PIMDIFF_HUGE_BSS=1, asks for transparent huge pages (MADV_HUGEPAGE) over the
  *    program's zero-initialized data. Why: every compile zeroes a 200 MB static array
@@ -280,6 +284,8 @@ static void on_fatal(int sig)
         }
     }
     void (*gcov_dump)(void) = (void (*)(void))dlsym(RTLD_DEFAULT, "__gcov_dump");
+    if (gcov_dump == NULL) /* hidden by libgcov; a PUMA coverage driver exports it so */
+        gcov_dump = (void (*)(void))dlsym(RTLD_DEFAULT, "pimdiff_gcov_dump");
     if (gcov_dump != NULL)
         gcov_dump();
     signal(sig, SIG_DFL);

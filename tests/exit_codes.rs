@@ -456,7 +456,11 @@ fn first_rows(f: &Fixture) -> Vec<Row> {
             ],
             2,
         ),
-        hunt_row("--coverage of another target", "h-cov2", &["--coverage"], 2),
+        row_saying(
+            hunt_row("--coverage of another target", "h-cov2", &["--coverage"], 2),
+            "--coverage is a flag of --target pimcomp-nn and --target puma, not of --target cases",
+            &[],
+        ),
         // from-fuzz
         row(
             "from-fuzz",
@@ -554,7 +558,24 @@ fn puma_rows(f: &Fixture) -> Vec<Row> {
         a
     };
     let not_a_tree = p("case");
+    // A tree with a driver (never run: the refusal comes first) but no coverage build.
+    let plain_tree = f.t.join("puma-plain-tree");
+    std::fs::create_dir_all(plain_tree.join("bin")).unwrap();
+    let driver = plain_tree.join("bin/puma-driver");
+    std::fs::write(&driver, "#!/bin/sh\nexit 0\n").unwrap();
+    std::fs::set_permissions(&driver, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let plain_tree = plain_tree.to_str().unwrap().to_string();
     let mut rows = vec![
+        row_saying(
+            row(
+                "hunt",
+                "puma: --coverage with a tree not built for it",
+                &refs(&hunt("pu-cov", &["--coverage", "--puma-dir", &plain_tree])),
+                2,
+            ),
+            "coverage-source.txt",
+            &[],
+        ),
         row(
             "hunt",
             "puma: flag of another target",

@@ -129,6 +129,8 @@ pub struct Args {
     pub pimcomp: PimcompTargetArgs,
     #[command(flatten)]
     pub puma: PumaTargetArgs,
+    #[command(flatten)]
+    pub coverage: CoverageArgs,
 }
 
 /// What the hunt generates and which compiler it runs.
@@ -185,8 +187,16 @@ pub struct PimcompTargetArgs {
     /// comparing).
     #[arg(long, value_enum, default_value = "lazy")]
     pub pimcomp_pages: PageSize,
-    /// Measure PIMCOMP-NN's coverage (--pimcomp-bin must be a `scripts/build-pimcomp.sh
-    /// --coverage` build): each case's edges, and line and branch totals in summary.json.
+}
+
+/// Coverage of the compiler's own source, for `--target pimcomp-nn` and `--target puma`
+/// (the C++ compilers, built for it by their scripts).
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct CoverageArgs {
+    /// Measure the compiler's coverage (--target pimcomp-nn: --pimcomp-bin a
+    /// `scripts/build-pimcomp.sh --coverage` build; --target puma: --puma-dir a
+    /// `scripts/build-puma.sh --coverage` tree): each case's edges, and line and branch totals
+    /// in summary.json.
     #[arg(long)]
     pub coverage: bool,
     /// With --coverage: also an HTML report by gcovr in DIR (gcovr from $PATH or
@@ -423,14 +433,20 @@ pub fn main(mut args: Args, given: &[String]) -> anyhow::Result<ExitCode> {
             let coverage = target.cases.setup.coverage.clone();
             let summary = hunt_target(&args, &cfg, target, &control)?;
             crate::targets::pimcomp_nn::profile::report();
-            if let (Some(dir), Some(c)) = (&args.pimcomp.coverage_html, &coverage) {
-                crate::targets::pimcomp_nn::coverage_html(c, dir);
+            if let (Some(dir), Some(c)) = (&args.coverage.coverage_html, &coverage) {
+                c.write_html(dir);
             }
             summary
         }
         Target::Puma => {
             cfg.minimize.max_steps = PUMA_MINIMIZE_RUNS as usize;
-            run_hunt(&cfg, Arc::new(puma_target(&args)?), &control)
+            let target = puma_target(&args, &cfg.out)?;
+            let coverage = target.cases.setup.coverage.clone();
+            let summary = run_hunt(&cfg, Arc::new(target), &control);
+            if let (Some(dir), Some(c)) = (&args.coverage.coverage_html, &coverage) {
+                c.write_html(dir);
+            }
+            summary
         }
     }
     .with_context(|| format!("hunt in {}", cfg.out.display()));
@@ -494,7 +510,7 @@ fn pimcomp_target(args: &Args, out: &Path) -> anyhow::Result<PimcompTarget> {
         PageSize::Huge => ZeroedMemory::Huge,
         PageSize::Small => ZeroedMemory::Small,
     };
-    if t.coverage {
+    if args.coverage.coverage {
         let vendored = crate::targets::pimcomp_nn::VENDORED;
         setup.coverage = Some(
             crate::coverage::CoverageRun::for_build(&setup.bin, out, &vendored)
@@ -527,16 +543,24 @@ fn pimcomp_target(args: &Args, out: &Path) -> anyhow::Result<PimcompTarget> {
     })
 }
 
-/// The PUMA target the flags describe.
-fn puma_target(args: &Args) -> anyhow::Result<PumaTarget> {
+/// The PUMA target the flags describe; with `--coverage`, the plain tree must be a coverage
+/// tree, whose counts go under `out`.
+fn puma_target(args: &Args, out: &Path) -> anyhow::Result<PumaTarget> {
     let t = &args.puma;
-    let setup = PumaSetup::locate(
+    let mut setup = PumaSetup::locate(
         t.trees.puma_dir.as_deref(),
         t.trees.puma_sanitize_dir.as_deref(),
         t.puma_timeout,
         t.puma_max_rss_mib.saturating_mul(1 << 20),
     )
     .map_err(|e| anyhow::anyhow!("{e}"))?;
+    if args.coverage.coverage {
+        let vendored = crate::targets::puma::compile::VENDORED;
+        setup.coverage = Some(
+            crate::coverage::CoverageRun::for_tree(&setup.plain, out, &vendored)
+                .map_err(|e| anyhow::anyhow!("--coverage: {e}"))?,
+        );
+    }
     let mut net = PumaNetConfig::default();
     let g = &args.generator;
     for (field, v) in [
@@ -589,6 +613,7 @@ fn target_flags(target: Target) -> Vec<String> {
             } else {
                 longs(PimcompTargetArgs::augment_args(clap::Command::new("p")))
             };
+            v.extend(longs(CoverageArgs::augment_args(clap::Command::new("v"))));
             v.extend(
                 generator
                     .into_iter()

@@ -1,9 +1,9 @@
 //! Per-case edge coverage: which edges between basic blocks of the compiler one case entered.
 //!
 //! The compiler is built with GCC's `-fsanitize-coverage=trace-pc` and linked against the
-//! LD_PRELOAD shim (`scripts/pimcomp-shim.c`), whose callback marks AFL's edge hash (block id
-//! xor the previous block's id shifted right by one) in a byte map of [`EDGE_MAP_BYTES`]
-//! bytes. The map is a file the harness creates per run ([`EdgeMap::create`]) and names in
+//! LD_PRELOAD shim (`scripts/pimcomp-shim.c`; PIMCOMP-NN's binary, PUMA's `libpuma.so`),
+//! whose callback marks AFL's edge hash (block id xor the previous block's id shifted right
+//! by one) in a byte map of [`EDGE_MAP_BYTES`] bytes. The map is a file the harness creates per run ([`EdgeMap::create`]) and names in
 //! `$PIMDIFF_EDGE_MAP`; the compiler maps it shared, so the edges survive a crash and cost no
 //! write at exit. After the run the harness reads it into an [`EdgeSet`].
 //!

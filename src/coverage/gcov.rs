@@ -1,13 +1,14 @@
 //! Line and branch coverage of a compiler's own source over a whole hunt, from gcov.
 //!
-//! The compiler is built with `--coverage` (`scripts/build-pimcomp.sh --coverage`); each of
-//! its runs adds its counts to `.gcda` files under the hunt's `GCOV_PREFIX` directory. At the
-//! end, [`Coverage::collect`] puts each object's `.gcno` beside its `.gcda`, runs
+//! The compiler is built with `--coverage` (`scripts/build-pimcomp.sh --coverage`,
+//! `scripts/build-puma.sh --coverage`); each of its runs adds its counts to `.gcda` files
+//! under the hunt's `GCOV_PREFIX` directory. At the end, [`Coverage::collect`] puts each object's `.gcno` beside its `.gcda`, runs
 //! `gcov --json-format --stdout` once over all of them, and merges the per-translation-unit
 //! records by source file and line (a header's lines appear once per unit that includes it):
 //! a line is hit when any unit ran it; a line's branches are merged by their index, one taken
 //! when any unit took it. Only the compiler's own files count: those under its source root,
-//! minus the vendored libraries the caller names (zlib, a JSON parser).
+//! minus the vendored libraries the caller names (PIMCOMP-NN's zlib and JSON parser; PUMA
+//! vendors none).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -60,7 +61,7 @@ pub struct Coverage {
 /// Why coverage could not be read.
 #[derive(Debug, thiserror::Error)]
 pub enum CoverageError {
-    #[error("{}: {source} (not a scripts/build-pimcomp.sh --coverage build?)", .path.display())]
+    #[error("{}: {source} (not a --coverage build of scripts/build-pimcomp.sh or scripts/build-puma.sh?)", .path.display())]
     NotABuild {
         path: PathBuf,
         source: std::io::Error,
@@ -105,17 +106,21 @@ struct GcovFile {
     lines: Vec<GcovLine>,
 }
 
+/// Counts are signed: gcov counts only some arcs and derives the others by flow conservation,
+/// and the counts a crashing compile dumps from its signal handler (in the middle of a
+/// function) can make a derived count negative. No run is known to have taken such an arc, so
+/// a count of zero or less is "not taken".
 #[derive(Deserialize)]
 struct GcovLine {
     line_number: u64,
-    count: u64,
+    count: i64,
     #[serde(default)]
     branches: Vec<GcovBranch>,
 }
 
 #[derive(Deserialize)]
 struct GcovBranch {
-    count: u64,
+    count: i64,
     /// An exception edge of a call: not counted (nearly every call has one, and a valid
     /// input rarely takes it), as `gcovr --exclude-throw-branches`.
     #[serde(default)]
@@ -339,6 +344,9 @@ mod tests {
                 {"file":"/b/src/common.h","lines":[{"line_number":3,"count":4,"branches":[{"count":1},{"count":0}]}]},
                 {"file":"/b/src/backend/zlib/inflate.c","lines":[{"line_number":1,"count":1,"branches":[]}]},
                 {"file":"/b/src/backend/Unused.cpp","lines":[{"line_number":7,"count":0,"branches":[{"count":0}]}]}]}"#,
+            // A crash's dump: a derived arc count below zero is an arc not taken.
+            r#"{"current_working_directory":"/b/src/build","files":[
+                {"file":"/b/src/main.cpp","lines":[{"line_number":2,"count":-1,"branches":[{"count":-6},{"count":3}]}]}]}"#,
         ];
         let mut merged = Merged::new();
         for d in docs {
@@ -350,8 +358,8 @@ mod tests {
             Totals {
                 lines_total: 4,
                 lines_hit: 2,
-                branches_total: 3,
-                branches_hit: 2
+                branches_total: 5,
+                branches_hit: 3
             }
         );
         let names: Vec<&str> = c.files.iter().map(|f| f.file.as_str()).collect();

@@ -16,8 +16,9 @@ use std::sync::{Arc, Mutex};
 pub use edges::{EdgeMap, EdgeSet, EDGE_MAP_BYTES};
 pub use gcov::{Coverage, CoverageError, FileCoverage, GcovLayout, Totals};
 
-/// The file beside a coverage build's binary that names its kept source tree (written by
-/// `scripts/build-pimcomp.sh --coverage`).
+/// The file of a coverage build that names its kept source tree (written by
+/// `scripts/build-pimcomp.sh --coverage` beside the binary, by `scripts/build-puma.sh
+/// --coverage` at the top of the tree).
 pub const SOURCE_POINTER: &str = "coverage-source.txt";
 
 /// The directory of a hunt's output that its compiles' gcov counts go under (`GCOV_PREFIX`).
@@ -32,14 +33,24 @@ pub struct CoverageRun {
 }
 
 impl CoverageRun {
-    /// The measurement of a hunt writing into `out` with the coverage build `bin`; `excluded`
-    /// names the vendored paths of its source that are not the compiler's own.
+    /// The measurement of a hunt writing into `out` with the coverage build `bin` (its
+    /// pointer file beside it); `excluded` names the vendored paths of its source that are not
+    /// the compiler's own.
     pub fn for_build(
         bin: &Path,
         out: &Path,
         excluded: &[&str],
     ) -> Result<CoverageRun, CoverageError> {
-        let dir = bin.parent().unwrap_or(Path::new("."));
+        CoverageRun::for_tree(bin.parent().unwrap_or(Path::new(".")), out, excluded)
+    }
+
+    /// As [`CoverageRun::for_build`], for a build whose pointer file is in `dir` (a PUMA
+    /// coverage tree, where the compiler is a library and the program a driver of ours).
+    pub fn for_tree(
+        dir: &Path,
+        out: &Path,
+        excluded: &[&str],
+    ) -> Result<CoverageRun, CoverageError> {
         let pointer = dir.join(SOURCE_POINTER);
         let text =
             std::fs::read_to_string(&pointer).map_err(|source| CoverageError::NotABuild {
@@ -62,6 +73,16 @@ impl CoverageRun {
         })
     }
 
+    /// The variables a compile of the build runs with: its gcov counts go under the hunt's
+    /// prefix. Every compile of a hunt shares the one prefix: gcov's runtime locks a `.gcda`
+    /// file while it adds a run's counts to it, so parallel compiles add up, never clobber.
+    pub fn environment(&self) -> Vec<(String, String)> {
+        vec![(
+            "GCOV_PREFIX".to_string(),
+            self.layout.prefix.to_string_lossy().into_owned(),
+        )]
+    }
+
     /// Adds one case's edges to the hunt's union.
     pub fn record(&self, edges: &EdgeSet) {
         if let Ok(mut seen) = self.edges_seen.lock() {
@@ -74,5 +95,36 @@ impl CoverageRun {
         let mut c = Coverage::collect(&self.layout)?;
         c.edges_hit = self.edges_seen.lock().ok().map(|s| s.len() as u64);
         Ok(c)
+    }
+
+    /// The hunt's coverage for `summary.json`; a failure to read it is said on stderr and
+    /// leaves the summary without coverage (the hunt's findings stand).
+    pub fn summary(&self) -> Option<Coverage> {
+        match self.report() {
+            Ok(report) => Some(report),
+            Err(e) => {
+                eprintln!("warning: no coverage in the summary: {e}");
+                None
+            }
+        }
+    }
+
+    /// Writes gcovr's HTML report of the hunt into `dir` (gcovr from `$PATH`, else from
+    /// `scripts/setup-python.sh`'s environment); a failure is said on stderr, the hunt's
+    /// result stands.
+    pub fn write_html(&self, dir: &Path) {
+        let venv = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/python/bin/gcovr");
+        let gcovr = if venv.is_file() {
+            venv
+        } else {
+            std::path::PathBuf::from("gcovr")
+        };
+        match gcov::html_report(&self.layout, &gcovr, dir) {
+            Ok(()) => eprintln!("coverage report: {}", dir.join("index.html").display()),
+            Err(e) => eprintln!(
+                "warning: no HTML coverage report ({}): {e}",
+                gcovr.display()
+            ),
+        }
     }
 }

@@ -287,10 +287,7 @@ fn environment(
         ));
     }
     if let Some(c) = &setup.coverage {
-        vars.push((
-            "GCOV_PREFIX".to_string(),
-            c.layout.prefix.to_string_lossy().into_owned(),
-        ));
+        vars.extend(c.environment());
     }
     vars
 }

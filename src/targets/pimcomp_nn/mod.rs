@@ -272,36 +272,10 @@ impl Target for PimcompTarget {
     /// gcov's counts over PIMCOMP-NN's own files (not its vendored zlib and JSON parser); a
     /// failure to read them is said on stderr and leaves the summary without coverage.
     fn coverage(&self) -> Option<Coverage> {
-        let c = self.cases.setup.coverage.as_ref()?;
-        match c.report() {
-            Ok(report) => Some(report),
-            Err(e) => {
-                eprintln!("warning: no coverage in the summary: {e}");
-                None
-            }
-        }
+        self.cases.setup.coverage.as_ref()?.summary()
     }
 
     fn summary_details(&self) -> serde_json::Value {
         serde_json::json!({ "mode": self.mode() })
-    }
-}
-
-/// Writes gcovr's HTML report of a `--coverage` hunt into `dir` (gcovr from `$PATH`, else
-/// from `scripts/setup-python.sh`'s environment); a failure is said on stderr, the hunt's
-/// result stands.
-pub fn coverage_html(run: &crate::coverage::CoverageRun, dir: &Path) {
-    let venv = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/python/bin/gcovr");
-    let gcovr = if venv.is_file() {
-        venv
-    } else {
-        std::path::PathBuf::from("gcovr")
-    };
-    match crate::coverage::gcov::html_report(&run.layout, &gcovr, dir) {
-        Ok(()) => eprintln!("coverage report: {}", dir.join("index.html").display()),
-        Err(e) => eprintln!(
-            "warning: no HTML coverage report ({}): {e}",
-            gcovr.display()
-        ),
     }
 }

@@ -14,6 +14,11 @@
 //! runs without the shim (ASan must be the first library loaded, and prints its own frames),
 //! with leak detection off (the driver's model is destroyed, but the compiler's own caches
 //! are not findings) and UBSan halting on the first error, so that a report ends the run.
+//!
+//! A coverage tree (`scripts/build-puma.sh --coverage`) is hunted as the plain tree: with
+//! [`PumaSetup::coverage`] set, each plain compile also gets an edge map and the hunt's
+//! `GCOV_PREFIX` (`docs/coverage.md`). These measure the compile without changing it, so the
+//! [`Pinning`] a finding records leaves them out.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -22,6 +27,8 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::driver_input::{NETWORK_FILE, WEIGHTS_FILE};
+use crate::coverage::edges::EDGE_MAP_ENV;
+use crate::coverage::{CoverageRun, EdgeMap, EdgeSet};
 use crate::process::{Environment, Invocation, Limits, Pinning, ProcessError, Status};
 
 /// The shim's path inside a plain tree (built by `scripts/build-puma.sh`).
@@ -61,7 +68,14 @@ pub struct PumaSetup {
     pub sanitize: Option<PathBuf>,
     pub timeout: Duration,
     pub max_rss_bytes: u64,
+    /// Measuring coverage (the plain tree is a `scripts/build-puma.sh --coverage` tree): each
+    /// plain compile records its edges, and its gcov counts go under the hunt's prefix.
+    pub coverage: Option<CoverageRun>,
 }
+
+/// The compiler's sources that are not its own: none (the tree's only C++ is the compiler's;
+/// the driver and the shim live outside it).
+pub const VENDORED: [&str; 0] = [];
 
 /// Why a PUMA set-up is unusable (exit 2).
 #[derive(Debug, thiserror::Error)]
@@ -119,6 +133,7 @@ impl PumaSetup {
             sanitize,
             timeout,
             max_rss_bytes,
+            coverage: None,
         })
     }
 
@@ -168,6 +183,8 @@ pub struct CompileRun {
     pub seconds: f64,
     pub pinning: Pinning,
     pub dir: Arc<tempfile::TempDir>,
+    /// The edges the compile entered, when coverage is measured (plain tree only).
+    pub edges: Option<EdgeSet>,
 }
 
 impl CompileRun {
@@ -193,13 +210,25 @@ pub fn compile(
     };
     write(NETWORK_FILE, network_text)?;
     write(WEIGHTS_FILE, weights_text)?;
+    let pinning = PumaSetup::pinning(tree, dir);
+    let measure = setup.coverage.as_ref().filter(|_| tree == Tree::Plain);
+    let edge_map =
+        match measure {
+            Some(_) => Some(EdgeMap::create(invocation.dir()).map_err(|source| {
+                CompileSetupError::Write {
+                    path: invocation.dir().join(crate::coverage::edges::EDGE_MAP_FILE),
+                    source,
+                }
+            })?),
+            None => None,
+        };
     let run = invocation
         .args([NETWORK_FILE, WEIGHTS_FILE])
         .limits(Limits {
             rss_bytes: Some(setup.max_rss_bytes),
             ..Limits::new(setup.timeout)
         })
-        .pinning(PumaSetup::pinning(tree, dir))
+        .pinning(measured(&pinning, measure, edge_map.as_ref()))
         .run()?;
     Ok(CompileRun {
         tree,
@@ -207,9 +236,27 @@ pub fn compile(
         stdout: run.stdout.text(),
         stderr: run.stderr.text(),
         seconds: run.wall.as_secs_f64(),
-        pinning: run.pinning,
+        pinning,
         dir: Arc::new(run.dir),
+        edges: edge_map.and_then(|m| m.read().ok()),
     })
+}
+
+/// `pinning` plus, when coverage is measured, the edge map and the gcov prefix.
+fn measured(pinning: &Pinning, coverage: Option<&CoverageRun>, map: Option<&EdgeMap>) -> Pinning {
+    let mut p = pinning.clone();
+    if let Environment::Exactly { vars } = &mut p.environment {
+        if let Some(m) = map {
+            vars.insert(
+                EDGE_MAP_ENV.to_string(),
+                m.path().to_string_lossy().into_owned(),
+            );
+        }
+        for (k, v) in coverage.map(CoverageRun::environment).unwrap_or_default() {
+            vars.insert(k, v);
+        }
+    }
+    p
 }
 
 /// Why a compile could not be run.
@@ -246,4 +293,36 @@ pub fn command_line(setup: &PumaSetup, tree: Tree) -> String {
         "{env} setarch \"$(uname -m)\" -R {} {NETWORK_FILE} {WEIGHTS_FILE}",
         dir.join(DRIVER).display()
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The measurement's variables reach the compile and nothing else: the pinning a finding
+    /// records stays the plain tree's.
+    #[test]
+    fn coverage_adds_the_edge_map_and_the_gcov_prefix_to_the_run_only() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::write(tmp.path().join("coverage-source.txt"), "/trees/coverage\n").unwrap();
+        let run = CoverageRun::for_tree(tmp.path(), Path::new("/hunt"), &VENDORED).unwrap();
+        let map = EdgeMap::create(tmp.path()).unwrap();
+        let pinning = PumaSetup::pinning(Tree::Plain, Path::new("/trees/coverage"));
+        let m = measured(&pinning, Some(&run), Some(&map));
+        let vars = |p: &Pinning| match &p.environment {
+            Environment::Exactly { vars } => vars.clone(),
+            other => panic!("{other:?}"),
+        };
+        let (plain, with) = (vars(&pinning), vars(&m));
+        assert_eq!(with["GCOV_PREFIX"], "/hunt/coverage-data");
+        assert_eq!(
+            with[EDGE_MAP_ENV],
+            tmp.path().join("edges.map").to_string_lossy()
+        );
+        assert_eq!(with.len(), plain.len() + 2);
+        assert!(!plain.contains_key("GCOV_PREFIX") && !plain.contains_key(EDGE_MAP_ENV));
+        assert_eq!(m.preload, pinning.preload);
+        assert_eq!(m.aslr_disabled, pinning.aslr_disabled);
+        assert_eq!(measured(&pinning, None, None), pinning);
+    }
 }

@@ -31,6 +31,7 @@ use super::driver_input::{NETWORK_FILE, WEIGHTS_FILE};
 use super::inject::Injection;
 use super::model_cpp::model_cpp;
 use super::network::PumaNetwork;
+use crate::coverage::edges::EDGE_MAP_FILE;
 use crate::finding::{to_json_text, write_new, FindingMeta, Kind, Signature};
 use crate::process::Pinning;
 
@@ -246,7 +247,8 @@ fn save_compile(dir: &Path, run: &TreeRun, programs: bool) -> Result<(), Error> 
         .filter_map(Result::ok)
         .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
         .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n != NETWORK_FILE && n != WEIGHTS_FILE)
+        // The edge map of a --coverage hunt is the harness's, not the compiler's output.
+        .filter(|n| n != NETWORK_FILE && n != WEIGHTS_FILE && n != EDGE_MAP_FILE)
         .collect();
     names.sort();
     for name in names {

@@ -51,6 +51,7 @@ use std::time::Duration;
 use self::case::{CaseContext, CaseRun, PumaCase, TreeRun};
 use self::compile::Tree;
 use self::files::Evidence;
+use crate::coverage::{Coverage, EdgeSet};
 use crate::engine::grouping::Cause;
 use crate::engine::shrink::{shrink, ShrinkOptions};
 use crate::engine::watchdog::{Stage, StageClock};
@@ -137,6 +138,9 @@ impl Target for PumaTarget {
     }
 
     fn observe(&self, run: &CaseRun) -> Observation {
+        if let (Some(c), Some(e)) = (&self.cases.setup.coverage, self.edges(run)) {
+            c.record(&e);
+        }
         let kind = run.kind();
         Observation {
             kind,
@@ -234,6 +238,22 @@ impl Target for PumaTarget {
 
     fn describe(&self, evidence: &Evidence) -> String {
         evidence.run.outcome.detail.clone()
+    }
+
+    /// The plain compile's edges (the sanitizer tree is not instrumented).
+    fn edges(&self, run: &CaseRun) -> Option<EdgeSet> {
+        run.runs
+            .iter()
+            .filter_map(|r| r.compile.as_ref())
+            .find(|c| c.tree == Tree::Plain)?
+            .edges
+            .clone()
+    }
+
+    /// gcov's counts over the PUMA compiler's sources (`src/`, `include/` of the coverage
+    /// tree), when the hunt measures them.
+    fn coverage(&self) -> Option<Coverage> {
+        self.cases.setup.coverage.as_ref()?.summary()
     }
 
     fn summary_details(&self) -> serde_json::Value {
