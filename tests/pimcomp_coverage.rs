@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use pimdiff::coverage::{CoverageError, CoverageRun, EdgeSet};
+use pimdiff::coverage::{CoverageError, CoverageRun};
+use pimdiff::engine::Edges;
 use pimdiff::engine::{
     run_hunt, HuntConfig, HuntControl, HuntSummary, Limit, MinimizeConfig, Shard, Target,
 };
@@ -78,7 +79,7 @@ fn a_coverage_hunt_reports_consistent_totals_and_edges() {
     // One case's edges, as guided generation reads them.
     let case = t.case(5);
     let run = t.run(&case, &Default::default());
-    let edges: EdgeSet = t.edges(&run).expect("a coverage build records edges");
+    let edges: Edges = t.edges(&run).expect("a coverage build records edges");
     assert!(edges.len() > 1000, "{} edges", edges.len());
 
     let s = hunt(&cfg, t);

@@ -9,7 +9,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use pimdiff::coverage::{CoverageError, CoverageRun, EdgeSet, Totals};
+use pimdiff::coverage::{CoverageError, CoverageRun, Totals};
+use pimdiff::engine::Edges;
 use pimdiff::engine::{
     run_hunt, HuntConfig, HuntControl, HuntSummary, Limit, MinimizeConfig, Shard, Target,
 };
@@ -138,7 +139,7 @@ fn a_coverage_hunt_reports_consistent_totals_and_edges() {
     // One case's edges, as guided generation would read them.
     let case = t.case(3);
     let run = t.run(&case, &Default::default());
-    let edges: EdgeSet = t.edges(&run).expect("a coverage tree records edges");
+    let edges: Edges = t.edges(&run).expect("a coverage tree records edges");
     assert!(edges.len() > 500, "{} edges", edges.len());
     let recorded = &run.runs[0].compile.as_ref().unwrap().pinning;
     let pimdiff::process::Environment::Exactly { vars } = &recorded.environment else {

@@ -13,7 +13,9 @@ pub mod gcov;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-pub use edges::{EdgeMap, EdgeSet, EDGE_MAP_BYTES};
+use crate::engine::Edges;
+
+pub use edges::{EdgeMap, EDGE_MAP_BYTES};
 pub use gcov::{Coverage, CoverageError, FileCoverage, GcovLayout, Totals};
 
 /// The file of a coverage build that names its kept source tree (written by
@@ -29,7 +31,7 @@ pub const DATA_DIR: &str = "coverage-data";
 #[derive(Clone, Debug)]
 pub struct CoverageRun {
     pub layout: GcovLayout,
-    edges_seen: Arc<Mutex<EdgeSet>>,
+    edges_seen: Arc<Mutex<Edges>>,
 }
 
 impl CoverageRun {
@@ -84,7 +86,7 @@ impl CoverageRun {
     }
 
     /// Adds one case's edges to the hunt's union.
-    pub fn record(&self, edges: &EdgeSet) {
+    pub fn record(&self, edges: &Edges) {
         if let Ok(mut seen) = self.edges_seen.lock() {
             seen.union_with(edges);
         }

@@ -9,8 +9,10 @@
 
 use std::hash::Hash;
 
-/// The sorted, deduplicated edge ids one run reached.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// The sorted, deduplicated edge ids one run (or several, merged) reached. The one edge-set
+/// type: guided hunts compare runs by it, and a coverage build's per-case edge map is read
+/// into it (`coverage::EdgeMap::read`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Edges(Vec<u32>);
 
 impl Edges {
@@ -46,6 +48,37 @@ impl Edges {
 
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
+    }
+
+    /// Adds every edge of `other`; returns how many were new.
+    pub fn union_with(&mut self, other: &Edges) -> usize {
+        let before = self.0.len();
+        let mut merged = Vec::with_capacity(before + other.0.len());
+        let (mut a, mut b) = (self.0.iter().peekable(), other.0.iter().peekable());
+        while let (Some(&&x), Some(&&y)) = (a.peek(), b.peek()) {
+            if x <= y {
+                merged.push(x);
+                a.next();
+                if x == y {
+                    b.next();
+                }
+            } else {
+                merged.push(y);
+                b.next();
+            }
+        }
+        merged.extend(a);
+        merged.extend(b);
+        self.0 = merged;
+        self.0.len() - before
+    }
+
+    /// How many edges of `self` are not in `seen` (what a guided hunt rewards).
+    pub fn new_against(&self, seen: &Edges) -> usize {
+        self.0
+            .iter()
+            .filter(|id| seen.0.binary_search(id).is_err())
+            .count()
     }
 }
 
@@ -84,6 +117,17 @@ mod tests {
     fn ids_are_sorted_and_unique() {
         assert_eq!(Edges::new(vec![5, 1, 5, 3]).ids(), &[1, 3, 5]);
         assert!(Edges::new(vec![]).is_empty());
+    }
+
+    #[test]
+    fn union_counts_only_new_edges() {
+        let mut a = Edges::new(vec![5, 1, 3, 3]);
+        assert_eq!(a.ids(), &[1, 3, 5]);
+        let b = Edges::new(vec![3, 4, 9]);
+        assert_eq!(b.new_against(&a), 2);
+        assert_eq!(a.union_with(&b), 2);
+        assert_eq!(a.ids(), &[1, 3, 4, 5, 9]);
+        assert_eq!(a.union_with(&b), 0);
     }
 
     #[test]

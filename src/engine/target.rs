@@ -113,9 +113,9 @@ pub trait Target: Send + Sync + 'static {
 
     /// The edges of the compiler under test that `run` entered, for coverage-guided
     /// generation: ids stable across the runs of one hunt, compared and merged with
-    /// [`EdgeSet`](crate::coverage::EdgeSet)'s methods. `None` when not measured (the default;
+    /// [`Edges`](crate::engine::Edges)'s methods. `None` when not measured (the default;
     /// a PIMCOMP-NN hunt measures them with `--coverage`).
-    fn edges(&self, _run: &Self::Run) -> Option<crate::coverage::EdgeSet> {
+    fn edges(&self, _run: &Self::Run) -> Option<crate::engine::Edges> {
         None
     }
 

@@ -6,7 +6,7 @@ use super::compile::{compile, CompileRun, CompilerSetup, Pipeline};
 use super::cross;
 use super::outcome::{check_outcome, compile_outcome, severity, CaseOutcome, NodeSeen};
 use super::profile::{self, Phase};
-use crate::coverage::EdgeSet;
+use crate::engine::Edges;
 use crate::finding::{Kind, Signature};
 use crate::targets::pimcomp_nn::network::{NetConfig, Network};
 
@@ -58,7 +58,7 @@ pub struct CaseResult {
     /// wrong ([`cross`]).
     pub cross: Option<CaseOutcome>,
     /// The edges the compiles entered (all pipelines), when coverage is measured.
-    pub edges: Option<EdgeSet>,
+    pub edges: Option<Edges>,
 }
 
 /// A case's outcome kind over all pipelines (the most severe) and its finding signatures.
@@ -93,7 +93,7 @@ impl CaseContext {
         CaseOutcome,
         Option<CompileRun>,
         Option<Vec<NodeSeen>>,
-        Option<EdgeSet>,
+        Option<Edges>,
     ) {
         let unsupported =
             |detail: String| CaseOutcome::new(pipeline, Kind::Unsupported, None, detail);
@@ -145,17 +145,17 @@ impl CaseContext {
     ) -> (
         Vec<(CaseOutcome, Option<CompileRun>)>,
         Option<CaseOutcome>,
-        Option<EdgeSet>,
+        Option<Edges>,
     ) {
         let mut outcomes = Vec::new();
         let mut seen = Vec::new();
-        let mut edges: Option<EdgeSet> = None;
+        let mut edges: Option<Edges> = None;
         for &p in pipelines {
             let (o, run, s, e) = self.run_observed(network, case_seed, p, keep);
             outcomes.push((o, run));
             seen.push((p, s));
             if let Some(e) = e {
-                edges.get_or_insert_with(EdgeSet::default).union_with(&e);
+                edges.get_or_insert_with(Edges::default).union_with(&e);
             }
         }
         let of = |p| {

@@ -17,7 +17,8 @@ use serde::{Deserialize, Serialize};
 
 use super::profile::{self, Phase};
 use crate::coverage::edges::EDGE_MAP_ENV;
-use crate::coverage::{CoverageRun, EdgeMap, EdgeSet};
+use crate::coverage::{CoverageRun, EdgeMap};
+use crate::engine::Edges;
 use crate::process::{Environment, Invocation, Limits, Pinning, Status};
 
 /// The model name every compile uses (`-m=net`).
@@ -155,7 +156,7 @@ pub struct CompileRun {
     pub dir: std::sync::Arc<tempfile::TempDir>,
     pub seconds: f64,
     /// The edges the compile entered, when coverage is measured.
-    pub edges: Option<EdgeSet>,
+    pub edges: Option<Edges>,
 }
 
 impl CompileRun {

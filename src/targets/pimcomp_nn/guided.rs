@@ -52,7 +52,7 @@ impl GuidedTarget for PimcompTarget {
     /// stand-in features of the network and its outcomes.
     fn feedback(&self, case: &NetCase, run: &CaseResult) -> Option<Edges> {
         if self.cases.setup.coverage.is_some() {
-            return self.edges(run).map(|e| Edges::new(e.ids().to_vec()));
+            return self.edges(run);
         }
         let mut features = network_features(&case.network);
         for o in run.outcomes.iter().map(|(o, _)| o).chain(&run.cross) {

@@ -39,10 +39,11 @@ use self::case::{finding_pipeline, CaseContext, CaseResult};
 use self::files::FindingRecord;
 use self::network::{network_from_seed, Network};
 use self::reductions::Shrunk;
-use crate::coverage::{Coverage, EdgeSet};
+use crate::coverage::Coverage;
 use crate::engine::grouping::Cause;
 use crate::engine::shrink::{shrink, ShrinkOptions};
 use crate::engine::watchdog::{Stage, StageClock};
+use crate::engine::Edges;
 use crate::engine::{Budget, Observation, Target, Triaged};
 use crate::finding::{FindingMeta, Kind, MinimizationStats, Signature};
 
@@ -265,7 +266,7 @@ impl Target for PimcompTarget {
         evidence.outcome.detail.clone()
     }
 
-    fn edges(&self, run: &CaseResult) -> Option<EdgeSet> {
+    fn edges(&self, run: &CaseResult) -> Option<Edges> {
         run.edges.clone()
     }
 

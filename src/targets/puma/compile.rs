@@ -28,7 +28,8 @@ use serde::{Deserialize, Serialize};
 
 use super::driver_input::{NETWORK_FILE, WEIGHTS_FILE};
 use crate::coverage::edges::EDGE_MAP_ENV;
-use crate::coverage::{CoverageRun, EdgeMap, EdgeSet};
+use crate::coverage::{CoverageRun, EdgeMap};
+use crate::engine::Edges;
 use crate::process::{Environment, Invocation, Limits, Pinning, ProcessError, Status};
 
 /// The shim's path inside a plain tree (built by `scripts/build-puma.sh`).
@@ -184,7 +185,7 @@ pub struct CompileRun {
     pub pinning: Pinning,
     pub dir: Arc<tempfile::TempDir>,
     /// The edges the compile entered, when coverage is measured (plain tree only).
-    pub edges: Option<EdgeSet>,
+    pub edges: Option<Edges>,
 }
 
 impl CompileRun {

@@ -51,10 +51,11 @@ use std::time::Duration;
 use self::case::{CaseContext, CaseRun, PumaCase, TreeRun};
 use self::compile::Tree;
 use self::files::Evidence;
-use crate::coverage::{Coverage, EdgeSet};
+use crate::coverage::Coverage;
 use crate::engine::grouping::Cause;
 use crate::engine::shrink::{shrink, ShrinkOptions};
 use crate::engine::watchdog::{Stage, StageClock};
+use crate::engine::Edges;
 use crate::engine::{Budget, Observation, Target, Triaged};
 use crate::finding::{FindingMeta, Kind, Signature};
 
@@ -241,7 +242,7 @@ impl Target for PumaTarget {
     }
 
     /// The plain compile's edges (the sanitizer tree is not instrumented).
-    fn edges(&self, run: &CaseRun) -> Option<EdgeSet> {
+    fn edges(&self, run: &CaseRun) -> Option<Edges> {
         run.runs
             .iter()
             .filter_map(|r| r.compile.as_ref())
