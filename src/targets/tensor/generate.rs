@@ -36,6 +36,8 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
+use super::options::CaseOptions;
+
 /// Size bounds and biases of the generator.
 ///
 /// The defaults keep every case tiny, so that generate + compile + interpret + oracle takes
@@ -83,6 +85,15 @@ pub struct GenConfig {
     /// (exactly at a mode's threshold, just above, one byte below), leaning to batches above
     /// one. Default 0.25: without it, the gathering modes were never reached.
     pub memory_edge_ratio: f64,
+    /// Share of cases compiled without padding skipping (the in-repo compiler's
+    /// `--no-skip-padding`; [`super::options`]). Default 0.2: the zero-padded windows and
+    /// zeroed gather tiles get tested in every hunt; padding-free cases are unaffected and
+    /// padded ones grow only by their padding.
+    pub no_skip_padding_ratio: f64,
+    /// Share of cases compiled without weight skipping (`--no-weight-skipping`). Default 0.2:
+    /// all-zero crossbars kept and multiplied; the generator sizes every architecture for
+    /// that already, so it declines nothing more.
+    pub no_weight_skipping_ratio: f64,
 }
 
 impl Default for GenConfig {
@@ -100,6 +111,8 @@ impl Default for GenConfig {
             edge_ratio: 0.5,
             overcommit_ratio: 0.03,
             memory_edge_ratio: 0.25,
+            no_skip_padding_ratio: 0.2,
+            no_weight_skipping_ratio: 0.2,
         }
     }
 }
@@ -128,6 +141,8 @@ impl GenConfig {
             edge_ratio: clamp(self.edge_ratio),
             overcommit_ratio: clamp(self.overcommit_ratio),
             memory_edge_ratio: clamp(self.memory_edge_ratio),
+            no_skip_padding_ratio: clamp(self.no_skip_padding_ratio),
+            no_weight_skipping_ratio: clamp(self.no_weight_skipping_ratio),
         }
     }
 }
@@ -167,6 +182,11 @@ impl SeedChoices {
     pub fn new(seed: u64) -> SeedChoices {
         SeedChoices(ChaCha8Rng::seed_from_u64(seed))
     }
+
+    /// Choices from a stream already seeded (another stream of a seed, for instance).
+    pub fn from_rng(rng: ChaCha8Rng) -> SeedChoices {
+        SeedChoices(rng)
+    }
 }
 
 impl Choices for SeedChoices {
@@ -191,9 +211,20 @@ impl Choices for UnstructuredChoices<'_, '_> {
     }
 }
 
-/// The case of `seed`: the same seed and configuration always give the same case.
+/// The case of `seed`: the same seed and configuration always give the same case, the one
+/// a hunt checks (without the compiler options it carries: [`case_and_options_from_seed`]).
 pub fn case_from_seed(cfg: &GenConfig, seed: u64) -> Case {
-    generate(cfg, &mut SeedChoices::new(seed))
+    case_and_options_from_seed(cfg, seed).0
+}
+
+/// The case of `seed` and the compiler options drawn for it ([`CaseOptions::draw`], the
+/// reduction resolved for the case). The options are drawn first: a case whose local memory
+/// sits at a bufferization edge sits at the edge of the options it is compiled with.
+pub fn case_and_options_from_seed(cfg: &GenConfig, seed: u64) -> (Case, CaseOptions) {
+    let options = CaseOptions::draw(cfg, seed);
+    let case = generate_with(cfg, &mut SeedChoices::new(seed), &options);
+    let options = options.resolved(&case);
+    (case, options)
 }
 
 /// A case decoded from fuzzer input. Never fails for lack of data (an exhausted input picks
@@ -223,8 +254,14 @@ pub fn case_strategy(cfg: GenConfig) -> impl proptest::strategy::Strategy<Value 
     })
 }
 
-/// The generator proper: one valid case from any choice source.
+/// The generator proper: one valid case from any choice source, for the default compiler
+/// options.
 pub fn generate<C: Choices>(cfg: &GenConfig, c: &mut C) -> Case {
+    generate_with(cfg, c, &CaseOptions::default())
+}
+
+/// [`generate`] for a case compiled with `options` (they move the bufferization edges).
+pub fn generate_with<C: Choices>(cfg: &GenConfig, c: &mut C, options: &CaseOptions) -> Case {
     let cfg = cfg.sanitized();
     // Local memory at a bufferization edge (decided first, because such cases also lean
     // toward batches: per-image offsets differ between the chunkings).
@@ -270,7 +307,7 @@ pub fn generate<C: Choices>(cfg: &GenConfig, c: &mut C) -> Case {
         Err(_) => return plain_case(),
     };
     let edge_bytes = if memory_edge {
-        memory_at_edge(&cfg, c, &case)
+        memory_at_edge(&cfg, c, &case, options)
     } else {
         None
     };
@@ -290,13 +327,18 @@ pub fn generate<C: Choices>(cfg: &GenConfig, c: &mut C) -> Case {
 /// few bytes above it, or one byte below it (the next finer mode at its largest chunk, so a
 /// ragged last chunk). Ample memory, the common case, always takes the coarsest mode: whole
 /// images, one chunk. `None` when the case does not map at all (an overcommitted one).
-fn memory_at_edge<C: Choices>(cfg: &GenConfig, c: &mut C, case: &Case) -> Option<usize> {
+fn memory_at_edge<C: Choices>(
+    cfg: &GenConfig,
+    c: &mut C,
+    case: &Case,
+    options: &CaseOptions,
+) -> Option<usize> {
     let mut edges: Vec<u64> = Vec::new();
     for lowering in Lowering::ALL {
-        let options = CompileOptions {
+        let options = options.compile_options(&CompileOptions {
             lowering,
             ..CompileOptions::default()
-        };
+        });
         edges.extend(local_memory_thresholds(case, &options).ok()?);
     }
     edges.sort_unstable();

@@ -15,7 +15,7 @@ use rand_chacha::ChaCha8Rng;
 
 use super::generate::edge_tags;
 use super::mutate::mutate_case;
-use super::TensorTarget;
+use super::{TensorCase, TensorTarget};
 use crate::check::{CaseResult, Outcome};
 use crate::engine::edges::hit_bucket;
 use crate::engine::watchdog::StageClock;
@@ -31,35 +31,52 @@ impl GuidedTarget for TensorTarget {
         }
     }
 
-    fn feedback(&self, case: &Case, run: &CaseResult) -> Option<Edges> {
-        Some(Edges::from_features(stand_in_features(case, run)))
+    fn feedback(&self, case: &TensorCase, run: &CaseResult) -> Option<Edges> {
+        Some(Edges::from_features(stand_in_features(&case.case, run)))
     }
 
     #[cfg(feature = "coverage-counters")]
-    fn run_with_edges(&self, case: &Case, clock: &StageClock) -> (CaseResult, Option<Edges>) {
+    fn run_with_edges(&self, case: &TensorCase, clock: &StageClock) -> (CaseResult, Option<Edges>) {
         super::counters::around(|| self.run(case, clock))
     }
 
     #[cfg(not(feature = "coverage-counters"))]
-    fn run_with_edges(&self, case: &Case, clock: &StageClock) -> (CaseResult, Option<Edges>) {
+    fn run_with_edges(&self, case: &TensorCase, clock: &StageClock) -> (CaseResult, Option<Edges>) {
         let run = self.run(case, clock);
         let edges = self.feedback(case, &run);
         (run, edges)
     }
 
-    fn mutate(&self, case: &Case, other: Option<&Case>, rng: &mut ChaCha8Rng) -> Option<Case> {
-        mutate_case(self.generator_config(), case, other, rng)
+    /// A mutant keeps the options of the case it came from.
+    fn mutate(
+        &self,
+        case: &TensorCase,
+        other: Option<&TensorCase>,
+        rng: &mut ChaCha8Rng,
+    ) -> Option<TensorCase> {
+        mutate_case(
+            self.generator_config(),
+            &case.case,
+            other.map(|o| &o.case),
+            rng,
+        )
+        .map(|c| case.with_case(c))
     }
 
-    fn write_case(&self, case: &Case, dir: &Path) -> Result<(), pimdiff_atomic::Error> {
-        pimdiff_oracle::io::write_case_files(case, dir).map_err(|e| pimdiff_atomic::Error::Io {
-            path: dir.to_path_buf(),
-            source: std::io::Error::other(e.to_string()),
+    /// The case directory only: an entry read back compiles with the run's own options.
+    fn write_case(&self, case: &TensorCase, dir: &Path) -> Result<(), pimdiff_atomic::Error> {
+        pimdiff_oracle::io::write_case_files(&case.case, dir).map_err(|e| {
+            pimdiff_atomic::Error::Io {
+                path: dir.to_path_buf(),
+                source: std::io::Error::other(e.to_string()),
+            }
         })
     }
 
-    fn read_case(&self, dir: &Path) -> Result<Case, CorpusError> {
-        pimdiff_oracle::io::read_case(dir).map_err(|e| CorpusError::new(dir, e.to_string()))
+    fn read_case(&self, dir: &Path) -> Result<TensorCase, CorpusError> {
+        pimdiff_oracle::io::read_case(dir)
+            .map(TensorCase::plain)
+            .map_err(|e| CorpusError::new(dir, e.to_string()))
     }
 }
 
