@@ -253,3 +253,29 @@ fn the_hunt_says_that_options_vary() {
     let plain = TensorCase::plain(skipping_matters());
     assert_eq!(target.run_for(&plain).as_ref(), &RunConfig::default());
 }
+
+#[test]
+fn a_guided_corpus_entry_keeps_its_options() {
+    use pimdiff::engine::GuidedTarget;
+    use pimdiff::targets::tensor::guided::OPTIONS_FILE;
+    let target = TensorTarget::new(&GenConfig::default(), RunConfig::default());
+    let tmp = tempfile::tempdir().unwrap();
+    let case = (0..)
+        .map(|seed| target.case(seed))
+        .find(|c| c.options.is_some_and(|o| !o.skip_padding))
+        .unwrap();
+    let dir = tmp.path().join("k1");
+    std::fs::create_dir(&dir).unwrap();
+    target.write_case(&case, &dir).unwrap();
+    assert_eq!(target.read_case(&dir).unwrap(), case);
+
+    std::fs::write(dir.join(OPTIONS_FILE), r#"{"skip_padding": "no"}"#).unwrap();
+    let e = target.read_case(&dir).unwrap_err();
+    assert_eq!(e.path, dir.join(OPTIONS_FILE));
+    assert_eq!(
+        e.reason,
+        "invalid type: string \"no\", expected a boolean at line 1 column 21"
+    );
+    std::fs::remove_file(dir.join(OPTIONS_FILE)).unwrap();
+    assert_eq!(target.read_case(&dir).unwrap().options, None);
+}

@@ -1,5 +1,6 @@
 //! Tensor cases as a coverage-guided target (`engine::guided`): feedback, mutations
-//! ([`super::mutate`]) and the corpus entry (a case directory, as `pimdiff oracle` reads it).
+//! ([`super::mutate`]) and the corpus entry (a case directory, as `pimdiff oracle` reads it, with
+//! the case's compiler options in `compile_options.json`).
 //!
 //! **Feedback.** In a build with the `coverage-counters` feature (the in-repo compiler built
 //! with `-C instrument-coverage`, see [`super::counters`]), the edges are the compiler's own
@@ -10,11 +11,14 @@
 
 use std::path::Path;
 
+use pimdiff_input::limits::MAX_META_BYTES;
+use pimdiff_input::InputError;
 use pimdiff_oracle::Case;
 use rand_chacha::ChaCha8Rng;
 
 use super::generate::edge_tags;
 use super::mutate::mutate_case;
+use super::options::CaseOptions;
 use super::{TensorCase, TensorTarget};
 use crate::check::{CaseResult, Outcome};
 use crate::engine::edges::hit_bucket;
@@ -63,22 +67,42 @@ impl GuidedTarget for TensorTarget {
         .map(|c| case.with_case(c))
     }
 
-    /// The case directory only: an entry read back compiles with the run's own options.
+    /// The case directory, and the case's compiler options beside it
+    /// ([`OPTIONS_FILE`]), so that an entry read back compiles as it did when it was kept.
     fn write_case(&self, case: &TensorCase, dir: &Path) -> Result<(), pimdiff_atomic::Error> {
-        pimdiff_oracle::io::write_case_files(&case.case, dir).map_err(|e| {
-            pimdiff_atomic::Error::Io {
-                path: dir.to_path_buf(),
-                source: std::io::Error::other(e.to_string()),
-            }
-        })
+        let io = |path: &Path, e: String| pimdiff_atomic::Error::Io {
+            path: path.to_path_buf(),
+            source: std::io::Error::other(e),
+        };
+        pimdiff_oracle::io::write_case_files(&case.case, dir)
+            .map_err(|e| io(dir, e.to_string()))?;
+        if let Some(options) = &case.options {
+            let path = dir.join(OPTIONS_FILE);
+            std::fs::write(&path, crate::finding::to_json_text(options))
+                .map_err(|e| io(&path, e.to_string()))?;
+        }
+        Ok(())
     }
 
+    /// An entry without [`OPTIONS_FILE`] compiles with the run's own options.
     fn read_case(&self, dir: &Path) -> Result<TensorCase, CorpusError> {
-        pimdiff_oracle::io::read_case(dir)
-            .map(TensorCase::plain)
-            .map_err(|e| CorpusError::new(dir, e.to_string()))
+        let case =
+            pimdiff_oracle::io::read_case(dir).map_err(|e| CorpusError::new(dir, e.to_string()))?;
+        let path = dir.join(OPTIONS_FILE);
+        let options = match pimdiff_input::read(&path, MAX_META_BYTES) {
+            Ok(bytes) => Some(
+                serde_json::from_slice::<CaseOptions>(&bytes)
+                    .map_err(|e| CorpusError::new(&path, e.to_string()))?,
+            ),
+            Err(InputError::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => return Err(CorpusError::new(&path, e.to_string())),
+        };
+        Ok(TensorCase { case, options })
     }
 }
+
+/// The file of a corpus entry that holds its case's compiler options (absent: the run's own).
+pub const OPTIONS_FILE: &str = "compile_options.json";
 
 /// The stand-in's features of one run (see the module docs).
 fn stand_in_features(case: &Case, run: &CaseResult) -> Vec<String> {
