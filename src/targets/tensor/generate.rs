@@ -86,13 +86,14 @@ pub struct GenConfig {
     /// one. Default 0.25: without it, the gathering modes were never reached.
     pub memory_edge_ratio: f64,
     /// Share of cases compiled without padding skipping (the in-repo compiler's
-    /// `--no-skip-padding`; [`super::options`]). Default 0.2: the zero-padded windows and
-    /// zeroed gather tiles get tested in every hunt; padding-free cases are unaffected and
-    /// padded ones grow only by their padding.
+    /// `--no-skip-padding`; [`super::options`]), three times that among cases whose local
+    /// memory sits at a bufferization edge. Default 0.1 (15% of all cases): the zero-padded
+    /// windows, chunked and gathered, get tested in every hunt, for about 3% more time per
+    /// case (a padded case multiplies its padding too).
     pub no_skip_padding_ratio: f64,
-    /// Share of cases compiled without weight skipping (`--no-weight-skipping`). Default 0.2:
-    /// all-zero crossbars kept and multiplied; the generator sizes every architecture for
-    /// that already, so it declines nothing more.
+    /// Share of cases compiled without weight skipping (`--no-weight-skipping`). Default 0.1:
+    /// all-zero crossbars kept and multiplied (the generator sizes every architecture for
+    /// that already, so it declines nothing more), for about 3% more time per case.
     pub no_weight_skipping_ratio: f64,
 }
 
@@ -111,8 +112,8 @@ impl Default for GenConfig {
             edge_ratio: 0.5,
             overcommit_ratio: 0.03,
             memory_edge_ratio: 0.25,
-            no_skip_padding_ratio: 0.2,
-            no_weight_skipping_ratio: 0.2,
+            no_skip_padding_ratio: 0.1,
+            no_weight_skipping_ratio: 0.1,
         }
     }
 }
@@ -218,11 +219,15 @@ pub fn case_from_seed(cfg: &GenConfig, seed: u64) -> Case {
 }
 
 /// The case of `seed` and the compiler options drawn for it ([`CaseOptions::draw`], the
-/// reduction resolved for the case). The options are drawn first: a case whose local memory
-/// sits at a bufferization edge sits at the edge of the options it is compiled with.
+/// reduction resolved for the case). The options are drawn before the case's shape: a case
+/// whose local memory sits at a bufferization edge sits at the edge of the options it is
+/// compiled with.
 pub fn case_and_options_from_seed(cfg: &GenConfig, seed: u64) -> (Case, CaseOptions) {
-    let options = CaseOptions::draw(cfg, seed);
-    let case = generate_with(cfg, &mut SeedChoices::new(seed), &options);
+    let mut options = CaseOptions::default();
+    let case = generate_with(cfg, &mut SeedChoices::new(seed), |memory_edge| {
+        options = CaseOptions::draw(cfg, seed, memory_edge);
+        options
+    });
     let options = options.resolved(&case);
     (case, options)
 }
@@ -257,15 +262,21 @@ pub fn case_strategy(cfg: GenConfig) -> impl proptest::strategy::Strategy<Value 
 /// The generator proper: one valid case from any choice source, for the default compiler
 /// options.
 pub fn generate<C: Choices>(cfg: &GenConfig, c: &mut C) -> Case {
-    generate_with(cfg, c, &CaseOptions::default())
+    generate_with(cfg, c, |_| CaseOptions::default())
 }
 
-/// [`generate`] for a case compiled with `options` (they move the bufferization edges).
-pub fn generate_with<C: Choices>(cfg: &GenConfig, c: &mut C, options: &CaseOptions) -> Case {
+/// [`generate`] for a case compiled with the options `options` gives, told whether the case's
+/// local memory will sit at a bufferization edge (the options move those edges).
+pub fn generate_with<C: Choices>(
+    cfg: &GenConfig,
+    c: &mut C,
+    options: impl FnOnce(bool) -> CaseOptions,
+) -> Case {
     let cfg = cfg.sanitized();
     // Local memory at a bufferization edge (decided first, because such cases also lean
     // toward batches: per-image offsets differ between the chunkings).
     let memory_edge = c.chance(cfg.memory_edge_ratio);
+    let options = &options(memory_edge);
     let spec = if c.chance(1.0 - cfg.mvm_ratio) {
         conv_spec(&cfg, c, memory_edge)
     } else {

@@ -59,14 +59,22 @@ impl CaseOptions {
     pub const FINDING_KEY: &'static str = "compile_options";
 
     /// The options drawn for the case of `seed` under `cfg`: a stream of the seed that the
-    /// case's own choices never use. The reduction is left `per-case` ([`Self::resolved`]).
-    pub fn draw(cfg: &GenConfig, seed: u64) -> CaseOptions {
+    /// case's own choices never use. A case whose local memory sits at a bufferization edge
+    /// (`memory_edge`) is compiled without padding skipping three times as often: there the
+    /// padded window is chunked and gathered, the code that padding skipping hides. The
+    /// reduction is left `per-case` ([`Self::resolved`]).
+    pub fn draw(cfg: &GenConfig, seed: u64, memory_edge: bool) -> CaseOptions {
         let cfg = cfg.sanitized();
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         rng.set_stream(1);
         let mut c = SeedChoices::from_rng(rng);
+        let no_skip_padding = if memory_edge {
+            (3.0 * cfg.no_skip_padding_ratio).min(1.0)
+        } else {
+            cfg.no_skip_padding_ratio
+        };
         CaseOptions {
-            skip_padding: !c.chance(cfg.no_skip_padding_ratio),
+            skip_padding: !c.chance(no_skip_padding),
             weight_skipping: !c.chance(cfg.no_weight_skipping_ratio),
             reduction: Reduction::PerCase,
         }
