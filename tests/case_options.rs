@@ -279,3 +279,51 @@ fn a_guided_corpus_entry_keeps_its_options() {
     std::fs::remove_file(dir.join(OPTIONS_FILE)).unwrap();
     assert_eq!(target.read_case(&dir).unwrap().options, None);
 }
+
+/// A hunt's finding records the options its case was compiled with (those drawn for the seed
+/// it came from: minimization keeps them), and its `compiler` and report name them.
+#[test]
+fn a_finding_records_its_options() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("hunt");
+    let run = std::process::Command::new(env!("CARGO_BIN_EXE_pimdiff"))
+        .args([
+            "hunt",
+            "-q",
+            "--seed",
+            "3",
+            "--cases",
+            "40",
+            "--minimize-time",
+            "2s",
+        ])
+        .args(["--inject-interpreter-panic", "mvmul", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert_eq!(run.status.code(), Some(1), "{run:?}");
+    let findings: Vec<_> = std::fs::read_dir(out.join("findings"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert!(!findings.is_empty());
+    for dir in findings {
+        let text = std::fs::read_to_string(dir.join("finding.json")).unwrap();
+        let meta: FindingMeta = serde_json::from_str(&text).unwrap();
+        let origin = meta.origin.as_ref().unwrap();
+        let (_, drawn) = case_and_options_from_seed(&GenConfig::default(), origin.case_seed);
+        assert_eq!(CaseOptions::from_details(&meta.details), Ok(Some(drawn)));
+        let entry = load_entry(&dir).unwrap();
+        // What `repro` and `replay` start from: the in-repo compiler, per-case reduction.
+        let base = RunConfig::with_compiler(CompilerUnderTest::InRepo(CompileOptions {
+            reduction: Reduction::PerCase,
+            ..CompileOptions::default()
+        }));
+        assert_eq!(
+            meta.compiler,
+            run_config_for(&entry, &base).describe_compiler()
+        );
+        let report = std::fs::read_to_string(dir.join("report.md")).unwrap();
+        assert!(report.contains(&format!("- compiler: {}\n", meta.compiler)));
+    }
+}
