@@ -350,7 +350,7 @@ fn memory_at_edge<C: Choices>(
             lowering,
             ..CompileOptions::default()
         });
-        edges.extend(local_memory_thresholds(case, &options).ok()?);
+        edges.extend(thresholds(case, &options, local_memory_thresholds)?);
     }
     edges.sort_unstable();
     edges.dedup();
@@ -367,6 +367,19 @@ fn memory_at_edge<C: Choices>(
     let cap = (cfg.max_local_memory_bytes as u64)
         .min(MAX_TOTAL_LOCAL_MEMORY_BYTES / case.spec.arch.cores.max(1) as u64);
     Some(bytes.clamp(1, cap.max(1)) as usize)
+}
+
+/// `local_memory_thresholds` of the compiler under test, `None` when it declines the case or
+/// panics. The generator runs before the per-case catch of a hunt: a panic here would end the
+/// worker thread, and a hunt waits for its workers, so a compiler bug in the thresholds would
+/// hang the hunt instead of being found. Without the edge the case keeps its memory, and its
+/// compilation meets the same bug inside the catch, as a `crash` finding.
+fn thresholds(
+    case: &Case,
+    options: &CompileOptions,
+    of: impl FnOnce(&Case, &CompileOptions) -> Result<Vec<u64>, pimdiff_compiler::CompileError>,
+) -> Option<Vec<u64>> {
+    crate::engine::panic::catch(|| of(case, options)).ok()?.ok()
 }
 
 /// A one-line description of a case's shape, for logs and tables: e.g.
@@ -1068,5 +1081,25 @@ fn has_zero_weight_tile(case: &Case) -> bool {
                 })
             })
         }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_panic_of_the_compiler_in_the_thresholds_is_no_edge() {
+        let case = plain_case();
+        let options = CompileOptions::default();
+        assert_eq!(thresholds(&case, &options, |_, _| panic!("a bug")), None);
+        assert_eq!(
+            thresholds(&case, &options, |_, _| Ok(vec![3, 1])),
+            Some(vec![3, 1])
+        );
+        assert_eq!(
+            thresholds(&case, &options, local_memory_thresholds),
+            local_memory_thresholds(&case, &options).ok()
+        );
     }
 }

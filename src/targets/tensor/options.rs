@@ -80,10 +80,14 @@ impl CaseOptions {
         }
     }
 
-    /// With a `per-case` reduction replaced by the one it picks for `case`.
+    /// With a `per-case` reduction replaced by the one it picks for `case`. The pick is the
+    /// compiler under test's code, run while a case is generated, outside a hunt's per-case
+    /// catch: should it panic, the reduction stays `per-case` and the compile meets the panic
+    /// inside the catch (see `generate::thresholds`).
     pub fn resolved(self, case: &Case) -> CaseOptions {
         CaseOptions {
-            reduction: self.reduction.for_case(case),
+            reduction: crate::engine::panic::catch(|| self.reduction.for_case(case))
+                .unwrap_or(self.reduction),
             ..self
         }
     }
