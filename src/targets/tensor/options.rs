@@ -298,7 +298,12 @@ mod tests {
             CaseOptions::variable_in(&run),
             Some(CompileOptions::default())
         );
-        let both = run.with_lowering(LoweringChoice::Both, None);
+        // As hunts, `repro` and `replay` configure it: the reduction left to each case.
+        let per_case = RunConfig::with_compiler(CompilerUnderTest::InRepo(CompileOptions {
+            reduction: Reduction::PerCase,
+            ..CompileOptions::default()
+        }));
+        let both = per_case.with_lowering(LoweringChoice::Both, None);
         assert!(CaseOptions::variable_in(&both).is_some());
         let injected = RunConfig::with_compiler(CompilerUnderTest::Mutated(
             crate::compilers::injected::BugClass::MissingBias,
@@ -328,5 +333,10 @@ mod tests {
             applied.version(1).lowering(),
             Some(pimdiff_compiler::Lowering::Pixel)
         );
+        // A run whose own reduction is fixed (the default configuration's `noc`) keeps it.
+        let CompilerUnderTest::InRepo(o) = off.apply(&run).compiler else {
+            panic!("in-repo")
+        };
+        assert_eq!(o.reduction, Reduction::Noc);
     }
 }
