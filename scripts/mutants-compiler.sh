@@ -57,6 +57,8 @@ while IFS= read -r name; do
 done <target/mutants-sample.txt
 
 # The hunt runs for a few seconds; a mutant that makes it loop is stopped after 10 minutes.
+# `--cargo-arg --test=hunt_as_test` goes to the build as well as the test run: without it every
+# mutant's build links all of the package's test binaries, not only the one that runs.
 cargo mutants --in-place --baseline=skip --timeout 600 --build-timeout 1200 \
     --package pimdiff-compiler --test-package pimdiff "${filters[@]}" \
-    -- --test hunt_as_test -- --ignored
+    --cargo-arg=--test=hunt_as_test -- -- --ignored

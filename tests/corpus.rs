@@ -675,6 +675,7 @@ fn regenerate() {
             note: recipe.note.to_string(),
             mutation: None,
             lowering: None,
+            compile_options: None,
         };
         write_entry(&corpus_dir().join(recipe.name), &case, expect);
     }
@@ -689,6 +690,7 @@ fn regenerate() {
             ),
             mutation: Some(bug.name().to_string()),
             lowering: None,
+            compile_options: None,
         };
         write_entry(&corpus_dir().join("bugs").join(bug.name()), &case, expect);
     }

@@ -284,6 +284,7 @@ fn replay_compares_each_case_with_its_expectation() {
             note: String::new(),
             mutation: None,
             lowering: None,
+            compile_options: None,
         },
     )
     .unwrap();

@@ -166,6 +166,8 @@ fn zero_sized_config_still_generates() {
         edge_ratio: 7.0,
         overcommit_ratio: -1.0,
         memory_edge_ratio: f64::INFINITY,
+        no_skip_padding_ratio: 2.0,
+        no_weight_skipping_ratio: f64::NEG_INFINITY,
     };
     for seed in 0..200 {
         revalidate(&case_from_seed(&cfg, seed));

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use pimdiff::targets::tensor::generate::{case_from_seed, GenConfig};
+use pimdiff::targets::tensor::generate::{case_and_options_from_seed, case_from_seed, GenConfig};
 use pimdiff_compiler::{emit, local_memory_thresholds, CompileOptions, Lowering, Stage};
 use pimdiff_oracle::Case;
 
@@ -18,7 +18,13 @@ fn options(lowering: Lowering) -> CompileOptions {
 /// (with "several" when the batch, or for rows and pixels one image, takes more than one
 /// chunk) or the pixel-wise scheme.
 fn mode(case: &Case, lowering: Lowering) -> Option<String> {
-    let text = emit(case, &options(lowering), Stage::Pim).ok()?;
+    mode_with(case, &options(lowering))
+}
+
+/// [`mode`] under any compile options.
+fn mode_with(case: &Case, options: &CompileOptions) -> Option<String> {
+    let lowering = options.lowering;
+    let text = emit(case, options, Stage::Pim).ok()?;
     match lowering {
         Lowering::Channel => {
             let line = text.lines().find(|l| l.starts_with("chunks: "))?;
@@ -127,4 +133,40 @@ fn thresholds_bracket_the_modes() {
         }
     }
     assert!(checked >= 400, "only {checked} cases had thresholds");
+}
+
+/// Cases compiled without padding skipping (drawn per case) reach the chunked and gathering
+/// modes of the channel-wise lowering with padding, where the padded window is zeroed in local
+/// memory and a gathered tile that lies in the padding is zeroed: code a hunt reached only with
+/// `--no-skip-padding` before options were drawn per case.
+#[test]
+fn cases_without_padding_skipping_reach_the_chunked_modes_with_padding() {
+    let cfg = GenConfig::default();
+    let mut seen: BTreeMap<String, usize> = BTreeMap::new();
+    for seed in 0..3_000u64 {
+        let (case, drawn) = case_and_options_from_seed(&cfg, seed);
+        let padded = match &case.spec.op {
+            pimdiff_oracle::Op::Conv2d(c) => c.padding.iter().any(|&p| p > 0),
+            pimdiff_oracle::Op::Mvm(_) => false,
+        };
+        if drawn.skip_padding || !padded {
+            continue;
+        }
+        let options = drawn.compile_options(&options(Lowering::Channel));
+        if let Some(m) = mode_with(&case, &options) {
+            let kind = m.split(' ').next().unwrap_or("").to_string();
+            *seen.entry(kind).or_insert(0) += 1;
+        }
+    }
+    let counts: Vec<(&str, usize)> = ["Images", "Rows", "Pixels", "Gather"]
+        .into_iter()
+        .map(|k| (k, seen.get(k).copied().unwrap_or(0)))
+        .collect();
+    // 166, 35, 23 and 16 when written.
+    for (kind, n) in &counts {
+        assert!(
+            *n >= 10,
+            "mode {kind} with padding and without padding skipping in only {n} of 3,000 cases: {counts:?}"
+        );
+    }
 }

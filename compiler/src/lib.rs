@@ -91,8 +91,9 @@ pub enum Reduction {
     Gmem,
     /// One of the two per case, as a fixed function of the case's specification (about half
     /// of the cases with a cross-core reduction each way): what hunts use, so that both
-    /// strategies get tested while a case always compiles the same way (a finding replays
-    /// exactly without recording the choice).
+    /// strategies get tested while a case always compiles the same way. A hunt resolves it
+    /// when a case is generated ([`Reduction::for_case`]) and keeps the result through
+    /// minimization and in the saved finding.
     PerCase,
 }
 

@@ -113,10 +113,13 @@ pub struct CompilerArgs {
         requires = "compiler_cmd"
     )]
     pub compiler_protocol: Option<CompilerProtocol>,
-    /// In-repo compiler: do not skip kernel positions that fall in the padding.
+    /// In-repo compiler: do not skip kernel positions that fall in the padding, in any case.
+    /// Without it a hunt switches padding skipping off in some cases (drawn from each case's
+    /// seed), and `repro` and `replay` use the options a finding recorded.
     #[arg(long)]
     pub no_skip_padding: bool,
-    /// In-repo compiler: do not leave out all-zero crossbars.
+    /// In-repo compiler: do not leave out all-zero crossbars, in any case (without it, as
+    /// for --no-skip-padding: some cases of a hunt, or what a finding recorded).
     #[arg(long)]
     pub no_weight_skipping: bool,
     /// Inject a known miscompilation into the in-repo compiler's output (a sanity check that
@@ -131,9 +134,9 @@ pub struct CompilerArgs {
     pub lowering: Option<LoweringChoice>,
     /// In-repo compiler: how partial sums are reduced across cores, `noc` (`send`/`recv`),
     /// `gmem` (`st`, `sync`, `wait`, `ld`, as PIMCOMP-NN does) or `per-case` (default: each
-    /// case one of the two, a fixed function of the case, so a hunt tests both and a finding
-    /// replays exactly). The injected race classes always use `gmem`, the other injected
-    /// classes `noc`.
+    /// generated case one of the two, a fixed function of the case, so a hunt tests both; a
+    /// finding records the one it was compiled with and replays with it). The injected race
+    /// classes always use `gmem`, the other injected classes `noc`.
     #[arg(long, value_name = "noc|gmem|per-case")]
     pub reduction: Option<Reduction>,
     /// With `--inject-bug` and `--lowering both`: the lowering the bug goes into (default

@@ -7,6 +7,7 @@ use crate::check::n_version::LoweringChoice;
 use crate::check::{check_case_within, CaseResult, RunConfig};
 use crate::compilers::injected::BugClass;
 use crate::compilers::CompilerUnderTest;
+use crate::targets::tensor::options::CaseOptions;
 
 use super::meta::{read_entry_meta, EntryError, EntryMeta};
 use super::{io_err, CorpusError, EXPECT_JSON};
@@ -66,6 +67,10 @@ pub struct Entry {
     /// The lowering(s) to check with: recorded in `expect.json` or `finding.json`, or set by
     /// `--lowering` (which overrides the record); `None`: the base configuration's.
     pub lowering: Option<LoweringChoice>,
+    /// The in-repo compiler's options recorded in `expect.json` or `finding.json`; flags of
+    /// the base configuration still force theirs (`CaseOptions::forced_by`). `None`: the base
+    /// configuration's.
+    pub options: Option<CaseOptions>,
 }
 
 /// Reads a case directory, its `finding.json` / `expect.json`, and checks the mutation name.
@@ -91,6 +96,7 @@ pub fn load_entry(dir: &Path) -> Result<Entry, EntryError> {
         dir: dir.to_path_buf(),
         case,
         lowering: meta.lowering(),
+        options: meta.compile_options(),
         meta,
         mutation,
     })
@@ -150,8 +156,9 @@ pub fn observe(outcome: &crate::check::Outcome) -> Observed {
 
 /// The run configuration for `entry`: `base`, with the in-repo compiler replaced by the
 /// entry's injected bug when it names one, and switched to the entry's lowering(s) when it
-/// records them. A `schedule-dependent` finding's recorded schedule is explored too, so it
-/// replays exactly.
+/// records them, and to its recorded compiler options (where the base's flags do not force
+/// theirs). A `schedule-dependent` finding's recorded schedule is explored too, so it replays
+/// exactly.
 pub fn run_config_for(entry: &Entry, base: &RunConfig) -> RunConfig {
     let run = match entry.mutation {
         Some(bug) => RunConfig {
@@ -161,8 +168,13 @@ pub fn run_config_for(entry: &Entry, base: &RunConfig) -> RunConfig {
         },
         None => base.clone(),
     };
-    let mut run = match entry.lowering {
+    let run = match entry.lowering {
         Some(choice) if run.lowering_choice() != Some(choice) => run.with_lowering(choice, None),
+        _ => run,
+    };
+    // An injected bug compiles with its own options (`injected::options_for`).
+    let mut run = match &entry.options {
+        Some(options) if entry.mutation.is_none() => options.apply(&run),
         _ => run,
     };
     let recorded = entry

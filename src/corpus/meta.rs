@@ -14,6 +14,7 @@ use crate::check::n_version::LoweringChoice;
 use crate::finding::{
     to_json_text, write_finding, Expectation, FindingMeta, FINDING_JSON, META_FORMAT,
 };
+use crate::targets::tensor::options::CaseOptions;
 
 /// `expect.json`: a hand-made regression entry's expectation.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -33,6 +34,10 @@ pub struct ExpectFile {
     /// The lowering(s) to check the entry with (default: channel).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub lowering: Option<LoweringChoice>,
+    /// The in-repo compiler's options to check the entry with (default: both optimizations,
+    /// the per-case reduction), as a finding records them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compile_options: Option<CaseOptions>,
 }
 
 /// What a case directory says about itself besides the case.
@@ -60,6 +65,20 @@ impl EntryMeta {
             .as_ref()
             .and_then(|f| f.lowering.as_deref())
             .and_then(|l| l.parse().ok()))
+    }
+
+    /// The in-repo compiler's options recorded for the entry: `expect.json`'s, else
+    /// `finding.json`'s (checked when the file was read); `None` when neither records them
+    /// (the defaults: what every case was compiled with before options varied per case).
+    pub fn compile_options(&self) -> Option<CaseOptions> {
+        self.expect_file
+            .as_ref()
+            .and_then(|e| e.compile_options)
+            .or_else(|| {
+                self.finding
+                    .as_ref()
+                    .and_then(|f| CaseOptions::from_details(&f.details).ok().flatten())
+            })
     }
 
     /// The injected mutation the entry needs, if any: `expect.json`'s, else the bug the
@@ -96,6 +115,9 @@ impl Versioned for FindingMeta {
         self.format
     }
     fn problem(&self) -> Option<String> {
+        if let Err(bad) = CaseOptions::from_details(&self.details) {
+            return Some(bad);
+        }
         let lowering = self.lowering.as_deref()?;
         let bad = lowering.parse::<LoweringChoice>().err()?;
         Some(format!("field `lowering`: {bad}"))

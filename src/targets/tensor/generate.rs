@@ -1,7 +1,9 @@
 //! Random cases: the one definition of "a valid case" that three callers share.
 //!
 //! * `pimdiff hunt` draws a case from a seed ([`case_from_seed`], ChaCha8: the same seed
-//!   always gives the same case, on every platform and build);
+//!   always gives the same case, on every platform and build), and with it the in-repo
+//!   compiler's options the case is compiled with ([`case_and_options_from_seed`],
+//!   [`super::options`]);
 //! * cargo-fuzz hands raw bytes ([`case_from_unstructured`], `arbitrary::Unstructured`);
 //! * proptest properties use [`case_strategy`], whose values shrink toward small plain cases.
 //!
@@ -35,6 +37,8 @@ use pimdiff_oracle::{Case, CaseArch, CaseSpec, Conv2d, Mvm, Op};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
+
+use super::options::CaseOptions;
 
 /// Size bounds and biases of the generator.
 ///
@@ -83,6 +87,17 @@ pub struct GenConfig {
     /// (exactly at a mode's threshold, just above, one byte below), leaning to batches above
     /// one. Default 0.25: without it, the gathering modes were never reached.
     pub memory_edge_ratio: f64,
+    /// Share of cases compiled without padding skipping (the in-repo compiler's
+    /// `--no-skip-padding`; [`super::options`]), three times that among cases whose local
+    /// memory sits at a bufferization edge. Default 0.1 (16% of all cases): the zero-padded
+    /// windows, chunked and gathered, get tested in every hunt (a padded case multiplies its
+    /// padding too: with the next share, 0–2% more CPU per case, 6–9% with both lowerings;
+    /// `docs/tensor-coverage.md`).
+    pub no_skip_padding_ratio: f64,
+    /// Share of cases compiled without weight skipping (`--no-weight-skipping`). Default 0.1:
+    /// all-zero crossbars kept and multiplied (the generator sizes every architecture for
+    /// that already, so it declines nothing more).
+    pub no_weight_skipping_ratio: f64,
 }
 
 impl Default for GenConfig {
@@ -100,6 +115,8 @@ impl Default for GenConfig {
             edge_ratio: 0.5,
             overcommit_ratio: 0.03,
             memory_edge_ratio: 0.25,
+            no_skip_padding_ratio: 0.1,
+            no_weight_skipping_ratio: 0.1,
         }
     }
 }
@@ -128,6 +145,8 @@ impl GenConfig {
             edge_ratio: clamp(self.edge_ratio),
             overcommit_ratio: clamp(self.overcommit_ratio),
             memory_edge_ratio: clamp(self.memory_edge_ratio),
+            no_skip_padding_ratio: clamp(self.no_skip_padding_ratio),
+            no_weight_skipping_ratio: clamp(self.no_weight_skipping_ratio),
         }
     }
 }
@@ -167,6 +186,11 @@ impl SeedChoices {
     pub fn new(seed: u64) -> SeedChoices {
         SeedChoices(ChaCha8Rng::seed_from_u64(seed))
     }
+
+    /// Choices from a stream already seeded (another stream of a seed, for instance).
+    pub fn from_rng(rng: ChaCha8Rng) -> SeedChoices {
+        SeedChoices(rng)
+    }
 }
 
 impl Choices for SeedChoices {
@@ -191,9 +215,24 @@ impl Choices for UnstructuredChoices<'_, '_> {
     }
 }
 
-/// The case of `seed`: the same seed and configuration always give the same case.
+/// The case of `seed`: the same seed and configuration always give the same case, the one
+/// a hunt checks (without the compiler options it carries: [`case_and_options_from_seed`]).
 pub fn case_from_seed(cfg: &GenConfig, seed: u64) -> Case {
-    generate(cfg, &mut SeedChoices::new(seed))
+    case_and_options_from_seed(cfg, seed).0
+}
+
+/// The case of `seed` and the compiler options drawn for it ([`CaseOptions::draw`], the
+/// reduction resolved for the case). The options are drawn before the case's shape: a case
+/// whose local memory sits at a bufferization edge sits at the edge of the options it is
+/// compiled with.
+pub fn case_and_options_from_seed(cfg: &GenConfig, seed: u64) -> (Case, CaseOptions) {
+    let mut options = CaseOptions::default();
+    let case = generate_with(cfg, &mut SeedChoices::new(seed), |memory_edge| {
+        options = CaseOptions::draw(cfg, seed, memory_edge);
+        options
+    });
+    let options = options.resolved(&case);
+    (case, options)
 }
 
 /// A case decoded from fuzzer input. Never fails for lack of data (an exhausted input picks
@@ -223,12 +262,24 @@ pub fn case_strategy(cfg: GenConfig) -> impl proptest::strategy::Strategy<Value 
     })
 }
 
-/// The generator proper: one valid case from any choice source.
+/// The generator proper: one valid case from any choice source, for the default compiler
+/// options.
 pub fn generate<C: Choices>(cfg: &GenConfig, c: &mut C) -> Case {
+    generate_with(cfg, c, |_| CaseOptions::default())
+}
+
+/// [`generate`] for a case compiled with the options `options` gives, told whether the case's
+/// local memory will sit at a bufferization edge (the options move those edges).
+pub fn generate_with<C: Choices>(
+    cfg: &GenConfig,
+    c: &mut C,
+    options: impl FnOnce(bool) -> CaseOptions,
+) -> Case {
     let cfg = cfg.sanitized();
     // Local memory at a bufferization edge (decided first, because such cases also lean
     // toward batches: per-image offsets differ between the chunkings).
     let memory_edge = c.chance(cfg.memory_edge_ratio);
+    let options = &options(memory_edge);
     let spec = if c.chance(1.0 - cfg.mvm_ratio) {
         conv_spec(&cfg, c, memory_edge)
     } else {
@@ -270,7 +321,7 @@ pub fn generate<C: Choices>(cfg: &GenConfig, c: &mut C) -> Case {
         Err(_) => return plain_case(),
     };
     let edge_bytes = if memory_edge {
-        memory_at_edge(&cfg, c, &case)
+        memory_at_edge(&cfg, c, &case, options)
     } else {
         None
     };
@@ -290,14 +341,19 @@ pub fn generate<C: Choices>(cfg: &GenConfig, c: &mut C) -> Case {
 /// few bytes above it, or one byte below it (the next finer mode at its largest chunk, so a
 /// ragged last chunk). Ample memory, the common case, always takes the coarsest mode: whole
 /// images, one chunk. `None` when the case does not map at all (an overcommitted one).
-fn memory_at_edge<C: Choices>(cfg: &GenConfig, c: &mut C, case: &Case) -> Option<usize> {
+fn memory_at_edge<C: Choices>(
+    cfg: &GenConfig,
+    c: &mut C,
+    case: &Case,
+    options: &CaseOptions,
+) -> Option<usize> {
     let mut edges: Vec<u64> = Vec::new();
     for lowering in Lowering::ALL {
-        let options = CompileOptions {
+        let options = options.compile_options(&CompileOptions {
             lowering,
             ..CompileOptions::default()
-        };
-        edges.extend(local_memory_thresholds(case, &options).ok()?);
+        });
+        edges.extend(thresholds(case, &options, local_memory_thresholds)?);
     }
     edges.sort_unstable();
     edges.dedup();
@@ -314,6 +370,19 @@ fn memory_at_edge<C: Choices>(cfg: &GenConfig, c: &mut C, case: &Case) -> Option
     let cap = (cfg.max_local_memory_bytes as u64)
         .min(MAX_TOTAL_LOCAL_MEMORY_BYTES / case.spec.arch.cores.max(1) as u64);
     Some(bytes.clamp(1, cap.max(1)) as usize)
+}
+
+/// `local_memory_thresholds` of the compiler under test, `None` when it declines the case or
+/// panics. The generator runs before the per-case catch of a hunt: a panic here would end the
+/// worker thread, and a hunt waits for its workers, so a compiler bug in the thresholds would
+/// hang the hunt instead of being found. Without the edge the case keeps its memory, and its
+/// compilation meets the same bug inside the catch, as a `crash` finding.
+fn thresholds(
+    case: &Case,
+    options: &CompileOptions,
+    of: impl FnOnce(&Case, &CompileOptions) -> Result<Vec<u64>, pimdiff_compiler::CompileError>,
+) -> Option<Vec<u64>> {
+    crate::engine::panic::catch(|| of(case, options)).ok()?.ok()
 }
 
 /// A one-line description of a case's shape, for logs and tables: e.g.
@@ -1015,5 +1084,25 @@ fn has_zero_weight_tile(case: &Case) -> bool {
                 })
             })
         }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_panic_of_the_compiler_in_the_thresholds_is_no_edge() {
+        let case = plain_case();
+        let options = CompileOptions::default();
+        assert_eq!(thresholds(&case, &options, |_, _| panic!("a bug")), None);
+        assert_eq!(
+            thresholds(&case, &options, |_, _| Ok(vec![3, 1])),
+            Some(vec![3, 1])
+        );
+        assert_eq!(
+            thresholds(&case, &options, local_memory_thresholds),
+            local_memory_thresholds(&case, &options).ok()
+        );
     }
 }

@@ -1,5 +1,6 @@
 //! Tensor cases as a coverage-guided target (`engine::guided`): feedback, mutations
-//! ([`super::mutate`]) and the corpus entry (a case directory, as `pimdiff oracle` reads it).
+//! ([`super::mutate`]) and the corpus entry (a case directory, as `pimdiff oracle` reads it, with
+//! the case's compiler options in `compile_options.json`).
 //!
 //! **Feedback.** In a build with the `coverage-counters` feature (the in-repo compiler built
 //! with `-C instrument-coverage`, see [`super::counters`]), the edges are the compiler's own
@@ -10,12 +11,15 @@
 
 use std::path::Path;
 
+use pimdiff_input::limits::MAX_META_BYTES;
+use pimdiff_input::InputError;
 use pimdiff_oracle::Case;
 use rand_chacha::ChaCha8Rng;
 
 use super::generate::edge_tags;
 use super::mutate::mutate_case;
-use super::TensorTarget;
+use super::options::CaseOptions;
+use super::{TensorCase, TensorTarget};
 use crate::check::{CaseResult, Outcome};
 use crate::engine::edges::hit_bucket;
 use crate::engine::watchdog::StageClock;
@@ -31,37 +35,74 @@ impl GuidedTarget for TensorTarget {
         }
     }
 
-    fn feedback(&self, case: &Case, run: &CaseResult) -> Option<Edges> {
-        Some(Edges::from_features(stand_in_features(case, run)))
+    fn feedback(&self, case: &TensorCase, run: &CaseResult) -> Option<Edges> {
+        Some(Edges::from_features(stand_in_features(&case.case, run)))
     }
 
     #[cfg(feature = "coverage-counters")]
-    fn run_with_edges(&self, case: &Case, clock: &StageClock) -> (CaseResult, Option<Edges>) {
+    fn run_with_edges(&self, case: &TensorCase, clock: &StageClock) -> (CaseResult, Option<Edges>) {
         super::counters::around(|| self.run(case, clock))
     }
 
     #[cfg(not(feature = "coverage-counters"))]
-    fn run_with_edges(&self, case: &Case, clock: &StageClock) -> (CaseResult, Option<Edges>) {
+    fn run_with_edges(&self, case: &TensorCase, clock: &StageClock) -> (CaseResult, Option<Edges>) {
         let run = self.run(case, clock);
         let edges = self.feedback(case, &run);
         (run, edges)
     }
 
-    fn mutate(&self, case: &Case, other: Option<&Case>, rng: &mut ChaCha8Rng) -> Option<Case> {
-        mutate_case(self.generator_config(), case, other, rng)
+    /// A mutant keeps the options of the case it came from.
+    fn mutate(
+        &self,
+        case: &TensorCase,
+        other: Option<&TensorCase>,
+        rng: &mut ChaCha8Rng,
+    ) -> Option<TensorCase> {
+        mutate_case(
+            self.generator_config(),
+            &case.case,
+            other.map(|o| &o.case),
+            rng,
+        )
+        .map(|c| case.with_case(c))
     }
 
-    fn write_case(&self, case: &Case, dir: &Path) -> Result<(), pimdiff_atomic::Error> {
-        pimdiff_oracle::io::write_case_files(case, dir).map_err(|e| pimdiff_atomic::Error::Io {
-            path: dir.to_path_buf(),
-            source: std::io::Error::other(e.to_string()),
-        })
+    /// The case directory, and the case's compiler options beside it
+    /// ([`OPTIONS_FILE`]), so that an entry read back compiles as it did when it was kept.
+    fn write_case(&self, case: &TensorCase, dir: &Path) -> Result<(), pimdiff_atomic::Error> {
+        let io = |path: &Path, e: String| pimdiff_atomic::Error::Io {
+            path: path.to_path_buf(),
+            source: std::io::Error::other(e),
+        };
+        pimdiff_oracle::io::write_case_files(&case.case, dir)
+            .map_err(|e| io(dir, e.to_string()))?;
+        if let Some(options) = &case.options {
+            let path = dir.join(OPTIONS_FILE);
+            std::fs::write(&path, crate::finding::to_json_text(options))
+                .map_err(|e| io(&path, e.to_string()))?;
+        }
+        Ok(())
     }
 
-    fn read_case(&self, dir: &Path) -> Result<Case, CorpusError> {
-        pimdiff_oracle::io::read_case(dir).map_err(|e| CorpusError::new(dir, e.to_string()))
+    /// An entry without [`OPTIONS_FILE`] compiles with the run's own options.
+    fn read_case(&self, dir: &Path) -> Result<TensorCase, CorpusError> {
+        let case =
+            pimdiff_oracle::io::read_case(dir).map_err(|e| CorpusError::new(dir, e.to_string()))?;
+        let path = dir.join(OPTIONS_FILE);
+        let options = match pimdiff_input::read(&path, MAX_META_BYTES) {
+            Ok(bytes) => Some(
+                serde_json::from_slice::<CaseOptions>(&bytes)
+                    .map_err(|e| CorpusError::new(&path, e.to_string()))?,
+            ),
+            Err(InputError::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => return Err(CorpusError::new(&path, e.to_string())),
+        };
+        Ok(TensorCase { case, options })
     }
 }
+
+/// The file of a corpus entry that holds its case's compiler options (absent: the run's own).
+pub const OPTIONS_FILE: &str = "compile_options.json";
 
 /// The stand-in's features of one run (see the module docs).
 fn stand_in_features(case: &Case, run: &CaseResult) -> Vec<String> {

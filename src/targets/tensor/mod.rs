@@ -15,6 +15,7 @@ pub mod files;
 pub mod generate;
 pub mod guided;
 pub mod mutate;
+pub mod options;
 pub mod shrink;
 
 use std::path::Path;
@@ -23,7 +24,8 @@ use std::time::Duration;
 
 use pimdiff_oracle::Case;
 
-use self::generate::{case_from_seed, GenConfig};
+use self::generate::{case_and_options_from_seed, GenConfig};
+use self::options::CaseOptions;
 use crate::check::outcome::timeout_outcome;
 use crate::check::{check_case, check_case_staged, stage_limit, CaseResult, Outcome, RunConfig};
 use crate::compilers::CompilerUnderTest;
@@ -39,6 +41,36 @@ use crate::triage::{judge, Dossier, SuspectSource};
 pub struct TensorTarget {
     generator: GenConfig,
     run: RunConfig,
+    /// The in-repo compiler's options of `run` when cases may vary them
+    /// ([`CaseOptions::variable_in`]).
+    variable: Option<pimdiff_compiler::CompileOptions>,
+}
+
+/// A tensor case as a hunt makes, runs, minimizes and saves it: the case, and the options of
+/// the in-repo compiler it is compiled with ([`options`]; `None`: the run's own, as for an
+/// external compiler or an injected bug).
+#[derive(Clone, Debug, PartialEq)]
+pub struct TensorCase {
+    pub case: Case,
+    pub options: Option<CaseOptions>,
+}
+
+impl TensorCase {
+    /// A case compiled with the run's own options.
+    pub fn plain(case: Case) -> TensorCase {
+        TensorCase {
+            case,
+            options: None,
+        }
+    }
+
+    /// The same options with another case (a reduction or a mutation of this one).
+    pub fn with_case(&self, case: Case) -> TensorCase {
+        TensorCase {
+            case,
+            options: self.options,
+        }
+    }
 }
 
 impl TensorTarget {
@@ -47,8 +79,14 @@ impl TensorTarget {
     pub fn new(generator: &GenConfig, run: RunConfig) -> TensorTarget {
         TensorTarget {
             generator: generator.sanitized(),
+            variable: CaseOptions::variable_in(&run),
             run,
         }
+    }
+
+    /// The run configuration `case` is checked with: the target's, with the case's options.
+    pub fn run_for(&self, case: &TensorCase) -> std::borrow::Cow<'_, RunConfig> {
+        CaseOptions::run_for(case.options.as_ref(), &self.run)
     }
 
     /// How cases are checked (compiler, schedule, step budget, limits).
@@ -63,7 +101,7 @@ impl TensorTarget {
 }
 
 impl Target for TensorTarget {
-    type Case = Case;
+    type Case = TensorCase;
     type Run = CaseResult;
     type Evidence = Dossier;
 
@@ -71,24 +109,35 @@ impl Target for TensorTarget {
         "cases"
     }
 
+    /// The run's compiler; when cases vary its options, says so (each finding names its own).
     fn compiler(&self) -> String {
-        self.run.describe_compiler()
+        let own = self.run.describe_compiler();
+        match self.variable {
+            Some(_) => format!("{own}; options drawn per case"),
+            None => own,
+        }
     }
 
     fn generator(&self) -> serde_json::Value {
         serde_json::to_value(&self.generator).unwrap_or_default()
     }
 
-    fn case(&self, case_seed: u64) -> Case {
-        case_from_seed(&self.generator, case_seed)
+    /// The case of the seed, with the options drawn for it when the run's compiler has them
+    /// (forced by the run's own where a flag set them).
+    fn case(&self, case_seed: u64) -> TensorCase {
+        let (case, drawn) = case_and_options_from_seed(&self.generator, case_seed);
+        TensorCase {
+            options: self.variable.map(|forced| drawn.forced_by(&forced)),
+            case,
+        }
     }
 
-    fn size(&self, case: &Case) -> u64 {
-        shrink::case_size(case)
+    fn size(&self, case: &TensorCase) -> u64 {
+        shrink::case_size(&case.case)
     }
 
-    fn run(&self, case: &Case, clock: &StageClock) -> CaseResult {
-        check_case_staged(case, &self.run, Some(clock))
+    fn run(&self, case: &TensorCase, clock: &StageClock) -> CaseResult {
+        check_case_staged(&case.case, &self.run_for(case), Some(clock))
     }
 
     fn observe(&self, result: &CaseResult) -> Observation {
@@ -118,35 +167,41 @@ impl Target for TensorTarget {
         shrink::FAMILIES.len()
     }
 
-    fn candidates(&self, pass: usize, case: &Case) -> Vec<(String, Case)> {
-        shrink::FAMILIES
-            .get(pass)
-            .map_or_else(Vec::new, |&f| shrink::candidates(f, case))
+    /// Smaller cases with the same options: minimization keeps what the case compiles with.
+    fn candidates(&self, pass: usize, case: &TensorCase) -> Vec<(String, TensorCase)> {
+        shrink::FAMILIES.get(pass).map_or_else(Vec::new, |&f| {
+            shrink::candidates(f, &case.case)
+                .into_iter()
+                .map(|(name, c)| (name, case.with_case(c)))
+                .collect()
+        })
     }
 
     /// The localized cause (`triage::cause`): buckets of one root cause merge whatever their
     /// shapes.
     fn cause(
         &self,
-        case: &Case,
+        case: &TensorCase,
         _signature: &Signature,
         budget: &Budget,
         cancel: &AtomicBool,
     ) -> Cause {
-        let result = check_case(case, &self.run);
-        crate::triage::cause(case, &result, &self.run, budget, cancel)
+        let run = self.run_for(case);
+        let result = check_case(&case.case, &run);
+        crate::triage::cause(&case.case, &result, &run, budget, cancel)
     }
 
     /// Minimization that keeps the outcome kind and guards against drifting into another bug,
     /// then localization (`triage::triage`).
     fn triage(
         &self,
-        case: &Case,
+        case: &TensorCase,
         _cause: &Cause,
         budget: &Budget,
         cancel: &AtomicBool,
     ) -> Triaged<Self> {
-        let t = crate::triage::triage(case, &self.run, budget, cancel);
+        let run = self.run_for(case);
+        let t = crate::triage::triage(&case.case, &run, budget, cancel);
         let m = &t.minimization;
         Triaged {
             stats: MinimizationStats {
@@ -162,26 +217,28 @@ impl Target for TensorTarget {
                 localized: t.localized,
                 also: t.also,
             },
-            evidence: judge(
-                &t.case,
-                &t.result,
-                &self.run,
-                SuspectSource::Known(t.suspects),
-            ),
-            case: t.case,
+            evidence: judge(&t.case, &t.result, &run, SuspectSource::Known(t.suspects)),
+            case: case.with_case(t.case),
         }
     }
 
     /// A case not run again is a timeout's: its result carries the oracle's output, unless
     /// the oracle was what hung.
-    fn evidence(&self, case: &Case, run: Option<CaseResult>, signature: &Signature) -> Dossier {
+    fn evidence(
+        &self,
+        case: &TensorCase,
+        run: Option<CaseResult>,
+        signature: &Signature,
+    ) -> Dossier {
+        let cfg = self.run_for(case);
+        let case = &case.case;
         let result = run.unwrap_or_else(|| {
             let stage = [Stage::Oracle, Stage::Compile, Stage::Run]
                 .into_iter()
                 .find(|s| signature.kind == Kind::Timeout && s.name() == signature.detail)
                 .unwrap_or(Stage::Compile);
             CaseResult {
-                outcome: timeout_outcome(stage, stage_limit(&self.run, stage)),
+                outcome: timeout_outcome(stage, stage_limit(&cfg, stage)),
                 bundle: None,
                 oracle: (stage != Stage::Oracle)
                     .then(|| pimdiff_oracle::reference(case).ok())
@@ -192,17 +249,22 @@ impl Target for TensorTarget {
         });
         let mut case = case.clone();
         case.expected = result.oracle.clone();
-        judge(&case, &result, &self.run, SuspectSource::NotYet)
+        judge(&case, &result, &cfg, SuspectSource::NotYet)
     }
 
     fn write_finding(
         &self,
         dir: &Path,
-        _case: &Case,
+        case: &TensorCase,
         evidence: &Dossier,
         meta: &mut FindingMeta,
     ) -> Result<(), pimdiff_atomic::Error> {
         let report = crate::report::render_filed(evidence, Some(&meta.signature));
+        // The compiler as this case was compiled, options included (what `repro` compares).
+        meta.compiler = evidence.compiler.clone();
+        if let Some(options) = &case.options {
+            meta.details = options.to_details();
+        }
         // What `repro` and `replay` can confirm without localizing: the saved case's own
         // outcome signature (the finding's `signature` may be a localized cause).
         if let Some(own) = evidence.result.outcome.signature() {
