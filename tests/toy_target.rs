@@ -15,6 +15,9 @@ use pimdiff::finding::{write_new, FindingMeta, Kind, Signature};
 struct Toy {
     threshold: i64,
     panics: bool,
+    /// Generation itself panics on a case seed divisible by this (a generator bug, outside
+    /// the per-case catch).
+    generation_panics_every: Option<u64>,
 }
 
 impl Target for Toy {
@@ -32,6 +35,9 @@ impl Target for Toy {
         serde_json::json!({ "values": 6 })
     }
     fn case(&self, seed: u64) -> Vec<i64> {
+        if let Some(every) = self.generation_panics_every {
+            assert!(!seed.is_multiple_of(every), "generator bug");
+        }
         (0..6).map(|i| ((seed >> (i * 7)) % 100) as i64).collect()
     }
     fn size(&self, case: &Vec<i64>) -> u64 {
@@ -97,7 +103,11 @@ fn hunt(out: &Path, threshold: i64, panics: bool) -> pimdiff::finding::HuntSumma
         max_unsupported: None,
         out: out.to_path_buf(),
     };
-    let toy = Arc::new(Toy { threshold, panics });
+    let toy = Arc::new(Toy {
+        threshold,
+        panics,
+        generation_panics_every: None,
+    });
     run_hunt(&cfg, toy, &HuntControl::default()).unwrap()
 }
 
@@ -141,4 +151,35 @@ fn a_panic_of_the_target_is_a_crash_finding_and_the_hunt_goes_on() {
     );
     let dir = tmp.path().join(&f.dir);
     assert_eq!(read(&dir, "case.json"), "[91]");
+}
+
+/// A panic outside the per-case catch (here: in generating a case) ends its worker; the hunt
+/// must still end, with that case reported unfinished, instead of waiting for the worker.
+#[test]
+fn a_panic_in_generation_ends_the_worker_not_the_hunt() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let cfg = HuntConfig {
+            seed: 5,
+            limit: Limit::Cases(40),
+            jobs: 2,
+            shard: Shard::ALL,
+            minimize: MinimizeConfig::default(),
+            max_unsupported: None,
+            out,
+        };
+        let toy = Arc::new(Toy {
+            threshold: 1000,
+            panics: false,
+            generation_panics_every: Some(3),
+        });
+        let _ = tx.send(run_hunt(&cfg, toy, &HuntControl::default()).unwrap());
+    });
+    let summary = rx
+        .recv_timeout(std::time::Duration::from_secs(120))
+        .expect("the hunt ended");
+    assert!(!summary.unfinished_cases.is_empty());
+    assert!(summary.cases_run < 40, "{}", summary.cases_run);
 }

@@ -450,8 +450,8 @@ impl Pool {
             .name(format!("pimdiff-hunt-{worker}"))
             .spawn(move || {
                 crate::process::set_scope(scope);
+                let _notice = ExitNotice { tx, worker };
                 work(&shared, &check, &s, shard);
-                let _ = tx.send(worker);
             });
         let state = if spawned.is_ok() {
             WorkerState::Running
@@ -522,12 +522,14 @@ impl Pool {
         self.workers.iter().any(|(_, s)| *s == WorkerState::Running)
     }
 
-    /// The case indices running workers are on.
+    /// The case indices workers are on: running ones, and ones that died mid-case.
     fn running_indices(&self, shard: Shard) -> Vec<u64> {
         let mut v: Vec<u64> = self
             .workers
             .iter()
-            .filter(|(_, s)| *s == WorkerState::Running)
+            // Running, or exited in the middle of a case (a panic outside the per-case
+            // catch); an abandoned worker's case was resolved as stuck.
+            .filter(|(_, s)| *s != WorkerState::Abandoned)
             .map(|(slot, _)| slot.current.load(Ordering::SeqCst))
             .filter(|&j| j != IDLE)
             .map(|j| shard.nth(j).unwrap_or(j))
@@ -552,6 +554,21 @@ fn work(shared: &Shared, check: &Checker, slot: &Slot, shard: Shard) {
         let obs = check(k, &slot.clock);
         lock(&slot.done).push((j, obs));
         slot.current.store(IDLE, Ordering::SeqCst);
+    }
+}
+
+/// Announces a worker's exit when dropped, which also happens while a panic unwinds it. Why:
+/// a panic outside the per-case catch (a harness or generator bug) would otherwise end the
+/// worker silently and leave the coordinator waiting for it forever; with the notice, the
+/// sweep ends and the worker's case is reported unfinished.
+struct ExitNotice {
+    tx: Sender<usize>,
+    worker: usize,
+}
+
+impl Drop for ExitNotice {
+    fn drop(&mut self) {
+        let _ = self.tx.send(self.worker);
     }
 }
 
