@@ -94,6 +94,15 @@ impl Target for Toy {
 }
 
 fn hunt(out: &Path, threshold: i64, panics: bool) -> pimdiff::finding::HuntSummary {
+    let toy = Toy {
+        threshold,
+        panics,
+        generation_panics_every: None,
+    };
+    hunt_toy(out, toy)
+}
+
+fn hunt_toy(out: &Path, toy: Toy) -> pimdiff::finding::HuntSummary {
     let cfg = HuntConfig {
         seed: 5,
         limit: Limit::Cases(40),
@@ -103,12 +112,7 @@ fn hunt(out: &Path, threshold: i64, panics: bool) -> pimdiff::finding::HuntSumma
         max_unsupported: None,
         out: out.to_path_buf(),
     };
-    let toy = Arc::new(Toy {
-        threshold,
-        panics,
-        generation_panics_every: None,
-    });
-    run_hunt(&cfg, toy, &HuntControl::default()).unwrap()
+    run_hunt(&cfg, Arc::new(toy), &HuntControl::default()).unwrap()
 }
 
 fn read(dir: &Path, file: &str) -> String {
@@ -161,21 +165,12 @@ fn a_panic_in_generation_ends_the_worker_not_the_hunt() {
     let out = tmp.path().join("out");
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
-        let cfg = HuntConfig {
-            seed: 5,
-            limit: Limit::Cases(40),
-            jobs: 2,
-            shard: Shard::ALL,
-            minimize: MinimizeConfig::default(),
-            max_unsupported: None,
-            out,
-        };
-        let toy = Arc::new(Toy {
+        let toy = Toy {
             threshold: 1000,
             panics: false,
             generation_panics_every: Some(3),
-        });
-        let _ = tx.send(run_hunt(&cfg, toy, &HuntControl::default()).unwrap());
+        };
+        let _ = tx.send(hunt_toy(&out, toy));
     });
     let summary = rx
         .recv_timeout(std::time::Duration::from_secs(120))
