@@ -585,8 +585,10 @@ fn a_timed_hunt_with_findings_ends_by_its_duration() {
     let s = summary(&out);
     assert!(!s.findings.is_empty());
     // Triage is cut at the end of the duration (30 s of minimization per finding would not
-    // fit); the slack is for writing the findings on a loaded machine.
-    assert!(s.wall_time_s < 3.0 + 2.0, "{}", s.wall_time_s);
+    // fit); the slack is for writing the findings on a loaded machine (8.7 s was seen at a
+    // load of 9, with the other tests of this file running beside it), still far below what
+    // an uncut minimization takes.
+    assert!(s.wall_time_s < 3.0 + 9.0, "{}", s.wall_time_s);
     assert!(s.sweep_time_s <= 3.0);
 }
 
