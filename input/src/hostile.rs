@@ -38,10 +38,18 @@ pub fn gzip_zeros(mib: u64) -> Vec<u8> {
 /// An `.npy` file (format 1.0) whose header says `descr` and `shape`, followed by only
 /// `data` bytes: a header claiming 10^12 cells costs a hundred bytes.
 pub fn npy_claiming(descr: &str, shape: &[u64], data: &[u8]) -> Vec<u8> {
+    npy_file(descr, false, shape, data)
+}
+
+/// An `.npy` file (format 1.0) as NumPy writes it: the header with `descr`, the memory order
+/// (`fortran_order`) and `shape`, padded so the data starts at a multiple of 64 bytes, then
+/// `data` as given (whether or not it is as long as the header claims).
+pub fn npy_file(descr: &str, fortran_order: bool, shape: &[u64], data: &[u8]) -> Vec<u8> {
     let dims: Vec<String> = shape.iter().map(u64::to_string).collect();
     let trailing_comma = if shape.len() == 1 { "," } else { "" };
+    let fortran = if fortran_order { "True" } else { "False" };
     let mut header = format!(
-        "{{'descr': '{descr}', 'fortran_order': False, 'shape': ({}{trailing_comma}), }}",
+        "{{'descr': '{descr}', 'fortran_order': {fortran}, 'shape': ({}{trailing_comma}), }}",
         dims.join(", ")
     );
     // Pad so that the data starts at a multiple of 64 bytes, as NumPy does.

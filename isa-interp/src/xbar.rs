@@ -313,25 +313,6 @@ pub fn write_export_dir(x: &CrossbarExport, dir: &Path) -> std::io::Result<()> {
 mod tests {
     use super::*;
 
-    /// A `.npy` file as NumPy would write it: header padded to 64 bytes, then `data`.
-    fn npy_bytes(descr: &str, fortran: bool, shape: &[usize], data: &[u8]) -> Vec<u8> {
-        let dims: Vec<String> = shape.iter().map(|d| d.to_string()).collect();
-        let fortran = if fortran { "True" } else { "False" };
-        let mut header = format!(
-            "{{'descr': '{descr}', 'fortran_order': {fortran}, 'shape': ({},), }}",
-            dims.join(", ")
-        );
-        while (10 + header.len() + 1) % 64 != 0 {
-            header.push(' ');
-        }
-        header.push('\n');
-        let mut out = b"\x93NUMPY\x01\x00".to_vec();
-        out.extend_from_slice(&(header.len() as u16).to_le_bytes());
-        out.extend_from_slice(header.as_bytes());
-        out.extend_from_slice(data);
-        out
-    }
-
     /// Cells of every width, byte order and memory order read as ndarray_npy reads them.
     #[test]
     fn cells_decode_like_ndarray_npy_in_every_dtype_and_order() {
@@ -371,7 +352,7 @@ mod tests {
         ];
         for (descr, data, reference) in cases {
             for fortran in [false, true] {
-                let bytes = npy_bytes(descr, fortran, &[2, 3, 2], data);
+                let bytes = pimdiff_input::hostile::npy_file(descr, fortran, &[2, 3, 2], data);
                 let path = dir.path().join("cells.npy");
                 std::fs::write(&path, &bytes).unwrap();
                 let cells = read_cells(&path).unwrap().into_dyn();

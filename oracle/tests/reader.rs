@@ -60,24 +60,8 @@ fn json_error(edit: impl FnOnce(&mut Value)) -> CaseError {
 
 /// A version 1.0 `.npy` file.
 fn npy(descr: &str, fortran: bool, shape: &[usize], data: &[u8]) -> Vec<u8> {
-    let dims: Vec<String> = shape.iter().map(|d| d.to_string()).collect();
-    let shape = if dims.len() == 1 {
-        format!("({},)", dims[0])
-    } else {
-        format!("({})", dims.join(", "))
-    };
-    let fortran = if fortran { "True" } else { "False" };
-    let mut header =
-        format!("{{'descr': '{descr}', 'fortran_order': {fortran}, 'shape': {shape}, }}");
-    while (10 + header.len() + 1) % 64 != 0 {
-        header.push(' ');
-    }
-    header.push('\n');
-    let mut out = b"\x93NUMPY\x01\x00".to_vec();
-    out.extend_from_slice(&(header.len() as u16).to_le_bytes());
-    out.extend_from_slice(header.as_bytes());
-    out.extend_from_slice(data);
-    out
+    let shape: Vec<u64> = shape.iter().map(|&d| d as u64).collect();
+    pimdiff_input::hostile::npy_file(descr, fortran, &shape, data)
 }
 
 fn i32_bytes(values: &[i32]) -> Vec<u8> {
