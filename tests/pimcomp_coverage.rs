@@ -9,13 +9,14 @@ use std::time::Duration;
 
 use pimdiff::coverage::{CoverageError, CoverageRun};
 use pimdiff::engine::Edges;
-use pimdiff::engine::{
-    run_hunt, HuntConfig, HuntControl, HuntSummary, Limit, MinimizeConfig, Shard, Target,
-};
+use pimdiff::engine::{run_hunt, HuntConfig, HuntControl, HuntSummary, Target};
 use pimdiff::targets::pimcomp_nn::case::CaseContext;
 use pimdiff::targets::pimcomp_nn::compile::{CompilerSetup, Pipeline, ZeroedMemory};
 use pimdiff::targets::pimcomp_nn::network::NetConfig;
 use pimdiff::targets::pimcomp_nn::{PimcompTarget, VENDORED};
+
+#[path = "support/hunts.rs"]
+mod hunts;
 
 fn built(var: &str, how: &str) -> Option<PathBuf> {
     let bin = std::env::var_os(var).filter(|b| Path::new(b).is_file());
@@ -26,20 +27,7 @@ fn built(var: &str, how: &str) -> Option<PathBuf> {
 }
 
 fn config(out: &Path, cases: u64) -> HuntConfig {
-    HuntConfig {
-        seed: 11,
-        limit: Limit::Cases(cases),
-        jobs: 2,
-        shard: Shard::ALL,
-        // The run cap, not the clock, ends minimization: a loaded machine cannot make two
-        // hunts differ.
-        minimize: MinimizeConfig {
-            time_budget: Duration::from_secs(3600),
-            max_steps: 3,
-        },
-        max_unsupported: None,
-        out: out.to_path_buf(),
-    }
+    hunts::step_capped(out, 11, cases)
 }
 
 fn target(bin: &Path) -> PimcompTarget {

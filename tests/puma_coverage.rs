@@ -11,14 +11,15 @@ use std::time::Duration;
 
 use pimdiff::coverage::{CoverageError, CoverageRun, Totals};
 use pimdiff::engine::Edges;
-use pimdiff::engine::{
-    run_hunt, HuntConfig, HuntControl, HuntSummary, Limit, MinimizeConfig, Shard, Target,
-};
+use pimdiff::engine::{run_hunt, HuntConfig, HuntControl, HuntSummary, Target};
 use pimdiff::finding::render_summary;
 use pimdiff::targets::puma::case::CaseContext;
 use pimdiff::targets::puma::check::CheckOptions;
 use pimdiff::targets::puma::compile::{PumaSetup, VENDORED};
 use pimdiff::targets::puma::{PumaNetConfig, PumaTarget};
+
+#[path = "support/hunts.rs"]
+mod hunts;
 
 fn tree(var: &str, how: &str) -> Option<PathBuf> {
     let dir = std::env::var_os(var).filter(|d| Path::new(d).join("bin/puma-driver").is_file());
@@ -29,20 +30,7 @@ fn tree(var: &str, how: &str) -> Option<PathBuf> {
 }
 
 fn config(out: &Path, cases: u64) -> HuntConfig {
-    HuntConfig {
-        seed: 7,
-        limit: Limit::Cases(cases),
-        jobs: 2,
-        shard: Shard::ALL,
-        // The run cap, not the clock, ends minimization: a loaded machine cannot make two
-        // hunts differ.
-        minimize: MinimizeConfig {
-            time_budget: Duration::from_secs(3600),
-            max_steps: 3,
-        },
-        max_unsupported: None,
-        out: out.to_path_buf(),
-    }
+    hunts::step_capped(out, 7, cases)
 }
 
 /// The target of `dir` alone (no sanitizer tree: its compiles are not counted, and the
