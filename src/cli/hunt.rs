@@ -153,14 +153,6 @@ pub enum PipelineMode {
     Both,
 }
 
-/// How PIMCOMP-NN's zeroed memory is provided (`targets::pimcomp_nn::ZeroedMemory`).
-#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum PageSize {
-    Lazy,
-    Huge,
-    Small,
-}
-
 /// Flags of `--target pimcomp-nn`.
 #[derive(clap::Args, Debug, Clone)]
 pub struct PimcompTargetArgs {
@@ -180,13 +172,10 @@ pub struct PimcompTargetArgs {
     /// Largest number of blocks of a generated network (--target pimcomp-nn).
     #[arg(long, value_name = "N")]
     pub max_blocks: Option<usize>,
-    /// How PIMCOMP-NN's zeroed memory is provided: `lazy` (its large zeroing memsets give
-    /// the pages back to the kernel, which maps zero pages where the compiler touches them:
-    /// compiles over 10 times as fast, same programs), `huge` (transparent huge pages over its
-    /// static data) or `small` (4 KiB pages, every byte written: the compiler as built; for
-    /// comparing).
+    /// How PIMCOMP-NN's zeroed memory is provided (the shim beside the binary). The compiled
+    /// programs are the same in every mode; `lazy` compiles over 10 times as fast as `small`.
     #[arg(long, value_enum, default_value = "lazy")]
-    pub pimcomp_pages: PageSize,
+    pub pimcomp_pages: ZeroedMemory,
 }
 
 /// Coverage of the compiler's own source, for `--target pimcomp-nn` and `--target puma`
@@ -505,11 +494,7 @@ fn pimcomp_target(args: &Args, out: &Path) -> anyhow::Result<PimcompTarget> {
         t.max_rss_mib.saturating_mul(1 << 20),
     )
     .map_err(|e| anyhow::anyhow!("{e}"))?;
-    setup.zeroed_memory = match t.pimcomp_pages {
-        PageSize::Lazy => ZeroedMemory::Lazy,
-        PageSize::Huge => ZeroedMemory::Huge,
-        PageSize::Small => ZeroedMemory::Small,
-    };
+    setup.zeroed_memory = t.pimcomp_pages;
     if args.coverage.coverage {
         let vendored = crate::targets::pimcomp_nn::VENDORED;
         setup.coverage = Some(

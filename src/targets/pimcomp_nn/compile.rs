@@ -68,6 +68,7 @@ pub struct CompilerSetup {
 /// never uses; writing them was over 90 % of a compile. The program's memory holds the same
 /// values (zeros) in every mode, so it compiles the same programs (tested on hunts).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "cli", derive(clap::ValueEnum))]
 pub enum ZeroedMemory {
     /// `PIMDIFF_LAZY_ZERO=1`: a memset to zero of 1 MiB or more over private anonymous memory
     /// gives the pages back to the kernel (`MADV_DONTNEED`), which hands out zero pages only
