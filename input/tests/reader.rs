@@ -63,6 +63,34 @@ fn empty_blank_missing_and_directories_are_refused() {
     assert!(matches!(read(dir.path(), TEN), Err(InputError::NotAFile)));
 }
 
+/// A FIFO is refused at once, not waited on: opening one for reading blocks until a writer
+/// comes, so a reader that opened it plainly would hang on a hostile input. (Run on a thread
+/// with a deadline, so that a regression fails the test instead of hanging it.)
+#[test]
+fn a_fifo_is_refused_without_waiting_for_a_writer() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("fifo");
+    let status = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let refused = [
+            matches!(read(&fifo, TEN), Err(InputError::NotAFile)),
+            matches!(read_maybe_empty(&fifo, TEN), Err(InputError::NotAFile)),
+            matches!(open(&fifo, TEN), Err(InputError::NotAFile)),
+            matches!(read_gzip_or_plain(&fifo, TEN), Err(InputError::NotAFile)),
+        ];
+        tx.send(refused).unwrap();
+    });
+    let refused = rx
+        .recv_timeout(std::time::Duration::from_secs(20))
+        .expect("reading a FIFO waited for a writer");
+    assert_eq!(refused, [true; 4]);
+}
+
 #[test]
 fn gzip_is_inflated_up_to_the_limit() {
     assert_eq!(gunzip(&gzip(b"0123456789"), TEN).unwrap(), b"0123456789");

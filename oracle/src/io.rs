@@ -34,14 +34,11 @@ pub fn read_case(dir: &Path) -> Result<Case, CaseError> {
     {
         return Err(CaseError::io(dir, std::io::Error::other("not a directory")));
     }
+    // Each file is opened once and checked on the open file (regular, within its limit) by
+    // the bounded reader; an absent one shows as `NotFound` from that open, not from a look-up
+    // by path before it (a serve hunt reads a case per millisecond).
     let json_path = dir.join(CASE_JSON);
-    if !regular_file(&json_path, CASE_JSON)? {
-        return Err(CaseError::MissingFile {
-            file: CASE_JSON,
-            why: "every case has one",
-        });
-    }
-    let text = read_bounded(&json_path)?;
+    let text = required(read_bounded(&json_path), CASE_JSON, "every case has one")?;
     let spec = json::spec_from_json(&text)?;
     spec.validate()?;
 
@@ -50,13 +47,11 @@ pub fn read_case(dir: &Path) -> Result<Case, CaseError> {
     let bias_path = dir.join(BIAS_NPY);
     let bias = match spec.bias_len() {
         Some(len) => {
-            if !regular_file(&bias_path, BIAS_NPY)? {
-                return Err(CaseError::MissingFile {
-                    file: BIAS_NPY,
-                    why: "case.json says `op.bias` is true",
-                });
-            }
-            let b = npy::read_i32(&bias_path, BIAS_NPY, &[len])?;
+            let b = required(
+                npy::read_i32(&bias_path, BIAS_NPY, &[len]),
+                BIAS_NPY,
+                "case.json says `op.bias` is true",
+            )?;
             let b = b
                 .into_dimensionality::<Ix1>()
                 .map_err(|_| CaseError::ShapeMismatch {
@@ -74,15 +69,11 @@ pub fn read_case(dir: &Path) -> Result<Case, CaseError> {
         }
     };
     let expected_path = dir.join(EXPECTED_NPY);
-    let expected = if regular_file(&expected_path, EXPECTED_NPY)? {
-        Some(npy::read_i32(
-            &expected_path,
-            EXPECTED_NPY,
-            &spec.output_shape(),
-        )?)
-    } else {
-        None
-    };
+    let expected = optional(npy::read_i32(
+        &expected_path,
+        EXPECTED_NPY,
+        &spec.output_shape(),
+    ))?;
     Case::new(spec, input, weight, bias, expected)
 }
 
@@ -150,14 +141,36 @@ fn read_required_i8(
     file: &'static str,
     shape: &[usize],
 ) -> Result<ArrayD<i8>, CaseError> {
-    let path = dir.join(file);
-    if !regular_file(&path, file)? {
-        return Err(CaseError::MissingFile {
-            file,
-            why: "every case has one",
-        });
+    required(
+        npy::read_i8(&dir.join(file), file, shape),
+        file,
+        "every case has one",
+    )
+}
+
+/// Whether `read` failed because the file is absent (its open said `NotFound`).
+fn is_absent<T>(read: &Result<T, CaseError>) -> bool {
+    matches!(read, Err(CaseError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound)
+}
+
+/// The reading of a file the case must have: an absent one is [`CaseError::MissingFile`].
+fn required<T>(
+    read: Result<T, CaseError>,
+    file: &'static str,
+    why: &'static str,
+) -> Result<T, CaseError> {
+    if is_absent(&read) {
+        return Err(CaseError::MissingFile { file, why });
     }
-    npy::read_i8(&path, file, shape)
+    read
+}
+
+/// The reading of a file the case may have: an absent one is `None`.
+fn optional<T>(read: Result<T, CaseError>) -> Result<Option<T>, CaseError> {
+    if is_absent(&read) {
+        return Ok(None);
+    }
+    read.map(Some)
 }
 
 /// Reads `case.json` through the bounded reader ([`crate::limits::MAX_CASE_JSON_BYTES`]).
