@@ -302,6 +302,53 @@ fn case_new_refuses_an_overflowing_case() {
     }
 }
 
+/// `Case::new` skips computing the result when `terms · 2^14 + max |bias|` fits int32 and
+/// computes it otherwise: at the edge of that bound both sides must give the exact answer. One
+/// term of (-128)·(-128) = 2^14 plus a bias: `i32::MAX - 2^14` is within the bound (and fits),
+/// `i32::MAX - 2^14 + 1` is past it and overflows by one, and with a smaller product it fits
+/// though the bound says nothing.
+#[test]
+fn case_new_is_exact_at_the_edge_of_the_overflow_bound() {
+    let build = |x: i8, bias: i32| {
+        let op = Mvm {
+            in_features: 1,
+            out_features: 1,
+            bias: true,
+            relu: false,
+        };
+        let spec = CaseSpec {
+            op: Op::Mvm(op),
+            input_shape: vec![1, 1],
+            arch: arch(),
+        };
+        let input = ArrayD::from_elem(IxDyn(&[1, 1]), x);
+        let weight = ArrayD::from_elem(IxDyn(&[1, 1]), -128i8);
+        Case::new(spec, input, weight, Some(arr1(&[bias])), None)
+    };
+    let edge = i32::MAX - (1 << 14);
+    let case = build(-128, edge).unwrap();
+    assert_eq!(reference(&case).unwrap(), arr2(&[[i32::MAX]]).into_dyn());
+    match build(-128, edge + 1) {
+        Err(CaseError::ResultOverflow { index, value }) => {
+            assert_eq!(index, vec![0, 0]);
+            assert_eq!(value, i32::MAX as i64 + 1);
+        }
+        other => panic!("expected ResultOverflow, got {other:?}"),
+    }
+    let case = build(-127, edge + 1).unwrap();
+    assert_eq!(
+        reference(&case).unwrap(),
+        arr2(&[[i32::MAX - 127]]).into_dyn()
+    );
+    // The negative side, past the bound (|bias| = 2^31 - 2^14) and inside int32:
+    // 127 · (-128) = -16256 added to i32::MIN + 2^14.
+    let case = build(127, i32::MIN + (1 << 14)).unwrap();
+    assert_eq!(
+        reference(&case).unwrap(),
+        arr2(&[[i32::MIN + (1 << 14) - 16256]]).into_dyn()
+    );
+}
+
 #[test]
 fn reference_dispatches_and_keeps_nchw() {
     let p = Conv2d {
