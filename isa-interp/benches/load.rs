@@ -5,7 +5,8 @@
 //! detection, decompression and the parallel parse), wall and CPU. `PIMDIFF_PIMCOMP_DIR`
 //! overrides the folder. `PIMDIFF_LOAD_SPLIT=1` also times the decompression alone, the parse
 //! alone, the streaming `read_json` over a gzip reader, and our assembly text's `print` and
-//! `parse` of the same program.
+//! `parse` of the same program, and `write_json` of it into memory (what a compile server
+//! spends on each program it writes).
 //! A program that fails to load is reported and makes the benchmark exit non-zero.
 
 use std::path::{Path, PathBuf};
@@ -44,7 +45,7 @@ fn main() -> ExitCode {
         "CPU s",
         "Minst/s",
         if split {
-            "   gunzip s (CPU)  parse s (CPU)  stream s print s  asm s"
+            "   gunzip s (CPU)  parse s (CPU)  stream s print s  asm s write s"
         } else {
             ""
         }
@@ -101,10 +102,14 @@ fn main() -> ExitCode {
                 let t = Instant::now();
                 let p4 = pimdiff_isa::formats::asm::parse(&text).expect("asm parse");
                 let asm_s = t.elapsed().as_secs_f64();
+                let t = Instant::now();
+                let mut written = Vec::with_capacity(1 << 20);
+                json::write_json(&program, &mut written).expect("write");
+                let write_s = t.elapsed().as_secs_f64();
                 assert!(p2 == program && p3 == program && p4 == program);
                 print!(
                     "   {gunzip_s:>8.3} ({gunzip_cpu:.2})  {parse_s:>7.3} ({parse_cpu:.2}) {stream_s:>9.3} \
-                     {print_s:>7.3} {asm_s:>7.3}"
+                     {print_s:>7.3} {asm_s:>7.3} {write_s:>7.3}"
                 );
             }
             println!();
