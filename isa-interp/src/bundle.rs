@@ -27,7 +27,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::formats::{read_program_dir, write_program_dir};
 use crate::program::Program;
-use crate::xbar::{read_export_dir, write_export_dir, CrossbarExport, XbarError};
+use crate::xbar::{read_export_dir, write_export_files, CrossbarExport, XbarError};
 
 /// Everything a compiler hands to the harness.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -477,11 +477,15 @@ impl Bundle {
         // `write_program_dir` creates `dir` when missing.
         write_program_dir(&self.program, dir).map_err(io_err(dir))?;
         let xdir = dir.join(Self::XBARS_DIR);
-        if xdir.exists() {
+        if let Err(e) = fs::create_dir(&xdir) {
+            if e.kind() != std::io::ErrorKind::AlreadyExists {
+                return Err(io_err(&xdir)(e));
+            }
             // Stale files of an earlier bundle would be read back as cores of this one.
             fs::remove_dir_all(&xdir).map_err(io_err(&xdir))?;
+            fs::create_dir(&xdir).map_err(io_err(&xdir))?;
         }
-        write_export_dir(&self.xbars, &xdir).map_err(io_err(&xdir))?;
+        write_export_files(&self.xbars, &xdir).map_err(io_err(&xdir))?;
         self.manifest.write_dir(dir)
     }
 

@@ -275,6 +275,11 @@ fn read_cells(path: &Path) -> Result<Array3<i32>, XbarError> {
 /// int8 / int16 / int32 that holds its cells, and `core_<i>.json`.
 pub fn write_export_dir(x: &CrossbarExport, dir: &Path) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)?;
+    write_export_files(x, dir)
+}
+
+/// [`write_export_dir`] into a directory that exists.
+pub(crate) fn write_export_files(x: &CrossbarExport, dir: &Path) -> std::io::Result<()> {
     for (&id, core) in &x.cores {
         let (min, max) = core
             .cells

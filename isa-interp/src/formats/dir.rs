@@ -90,10 +90,17 @@ fn named(path: &Path) -> impl Fn(io::Error) -> io::Error + '_ {
 
 /// Write `program` as a directory (created if missing). Errors name the file being written.
 pub fn write_program_dir(program: &Program, dir: &Path) -> io::Result<()> {
-    fs::create_dir_all(dir).map_err(named(dir))?;
-
     let config_path = dir.join("config.json");
-    let mut w = io::BufWriter::new(fs::File::create(&config_path).map_err(named(&config_path))?);
+    // The directory is made only when the first file cannot be created for want of it: a
+    // compile server writes into a directory that exists, case after case.
+    let config = match fs::File::create(&config_path) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            fs::create_dir_all(dir).map_err(named(dir))?;
+            fs::File::create(&config_path)
+        }
+        created => created,
+    };
+    let mut w = io::BufWriter::new(config.map_err(named(&config_path))?);
     write_config(program, &mut w)
         .and_then(|()| w.write_all(b"\n"))
         .and_then(|()| w.flush())
