@@ -129,6 +129,54 @@ fn the_reference_server_finds_nothing_and_what_process_per_case_finds() {
     assert_eq!(findings(&served), findings(&processed));
 }
 
+/// A hunt keeps one server per worker for all its cases, and every request finds what the
+/// protocol promises however the request before ended: a case directory holding just its
+/// case and an empty bundle directory (the recording server leaves a stray file in the bundle
+/// directory each time).
+#[test]
+fn each_worker_keeps_its_server_and_every_request_finds_clean_directories() {
+    let tmp = tempfile::tempdir().unwrap();
+    let log = tmp.path().join("requests.jsonl");
+    let cmd = format!(
+        "exec python3 '{FIXTURES}/serve/recording_server.py' '{}' '{BIN}'",
+        path(&log)
+    );
+    let (code, summary) = hunt(
+        &tmp.path().join("out"),
+        "24",
+        &["--compiler-protocol", "serve", "--compiler-cmd", &cmd],
+    );
+    assert_eq!(code, Some(0), "{:?}", summary.failures);
+    let text = std::fs::read_to_string(&log).unwrap();
+    let seen: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(seen.len(), 24);
+    let servers: std::collections::BTreeSet<u64> =
+        seen.iter().map(|s| s["pid"].as_u64().unwrap()).collect();
+    assert!(
+        (1..=2).contains(&servers.len()),
+        "{} servers for 2 jobs",
+        servers.len()
+    );
+    for s in &seen {
+        let case_files: Vec<&str> = s["case_files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f.as_str().unwrap())
+            .collect();
+        let expected_files: &[&str] = if case_files.contains(&"bias.npy") {
+            &["bias.npy", "case.json", "input.npy", "weight.npy"]
+        } else {
+            &["case.json", "input.npy", "weight.npy"]
+        };
+        assert_eq!(case_files, expected_files, "{s}");
+        assert_eq!(s["out_files"], serde_json::json!([]), "{s}");
+    }
+}
+
 #[test]
 fn an_injected_bug_gives_the_same_findings_through_either_protocol_for_any_jobs() {
     let tmp = tempfile::tempdir().unwrap();

@@ -54,15 +54,17 @@ pub fn compile_external(
         .map_err(|e| poisoned(e.to_string()))?;
     let case_dir = invocation.dir().join("case");
     let out_dir = invocation.dir().join("bundle");
+    for dir in [&case_dir, &out_dir] {
+        fs::create_dir(dir).map_err(|e| {
+            poisoned(format!(
+                "cannot create the directory {}: {e}",
+                dir.display()
+            ))
+        })?;
+    }
     super::write_scratch_case(case, &case_dir).map_err(|e| {
         poisoned(format!(
             "cannot write the case for the external compiler: {e}"
-        ))
-    })?;
-    fs::create_dir(&out_dir).map_err(|e| {
-        poisoned(format!(
-            "cannot create the bundle directory {}: {e}",
-            out_dir.display()
         ))
     })?;
     let line = command_line(command, &case_dir, &out_dir);

@@ -51,14 +51,13 @@ pub fn scratch_dir() -> std::path::PathBuf {
     .clone()
 }
 
-/// Writes the case an external compiler reads into `dir` (new), without its expected output
-/// (the compiler must not see the answer). Plain writes, no sync and no atomic rename: the
-/// directory is scratch that lives for one compile and is never read after a crash, and the
-/// syncs of an atomic write were a tenth of a served case's time.
+/// Writes the case an external compiler reads into `dir` (an empty directory), without its
+/// expected output (the compiler must not see the answer). Plain writes, no sync and no atomic
+/// rename: the directory is scratch that lives for one compile and is never read after a
+/// crash, and the syncs of an atomic write were a tenth of a served case's time.
 fn write_scratch_case(case: &Case, dir: &std::path::Path) -> Result<(), String> {
     let mut case = case.clone();
     case.expected = None;
-    std::fs::create_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     pimdiff_oracle::io::write_case_files(&case, dir).map_err(|e| e.to_string())
 }
 

@@ -8,10 +8,12 @@
 //! * The command line is run by `sh -c` as given (no `{case}`/`{out}` placeholders in this
 //!   mode) through [`crate::process`]: its own process group, the harness's working directory,
 //!   standard input and output piped. One server per worker thread at a time: a worker takes
-//!   an idle server of the same command from a pool, or starts one.
+//!   an idle server of the same command from a pool (the one it used last when it is there),
+//!   or starts one.
 //! * A request is one line of JSON: `{"protocol":1,"id":N,"case":DIR,"out":DIR}`. `case` is a
 //!   case directory as the process-per-case protocol writes it (no `expected.npy`), `out` an
-//!   empty directory for the bundle. The server answers with one line of JSON echoing `id`:
+//!   empty directory for the bundle. A server's requests name the same two directories each
+//!   time, emptied in between. The server answers with one line of JSON echoing `id`:
 //!   `{"id":N,"status":"compiled"}` (the bundle is in `out`),
 //!   `{"id":N,"status":"unsupported","reason":"…"}` (a decline, with the same reason rules as
 //!   exit status 3), or `{"id":N,"status":"error","message":"…"}` (a `compile-error`).
@@ -25,8 +27,8 @@
 //!   server is killed and the next case gets a new one; a server found dead between requests
 //!   is replaced without blaming a case.
 //!
-//! Requests are independent (each a fresh pair of directories), so the outcome of a case does
-//! not depend on which server, worker or earlier case it met: a serve hunt finds what a
+//! Requests are independent (each finds just its case and an empty bundle directory), so the
+//! outcome of a case does not depend on which server, worker or earlier case it met: a serve hunt finds what a
 //! process-per-case hunt of the same compiler finds for the same seed, for any `--jobs`.
 
 use std::path::PathBuf;
@@ -59,8 +61,9 @@ const SHOWN_BYTES: usize = 300;
 /// How many bytes of standard error a crash keeps (its tail).
 const STDERR_TAIL_BYTES: usize = 2000;
 
-/// Idle servers, each with the command and request deadline it was started for.
-static IDLE: Mutex<Vec<(String, Duration, Server)>> = Mutex::new(Vec::new());
+/// Idle servers (with their directories), each with the command and request deadline it was
+/// started for.
+static IDLE: Mutex<Vec<(String, Duration, Slot)>> = Mutex::new(Vec::new());
 
 /// Request ids, unique in this process (an answer must echo its request's).
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
@@ -133,43 +136,29 @@ pub fn compile_served(
             "the serve protocol takes no {{case}}/{{out}} placeholders: `{command}`"
         )));
     }
-    let work = tempfile::Builder::new()
-        .prefix("pimdiff-serve-")
-        .tempdir_in(super::scratch_dir())
-        .map_err(|e| poisoned(format!("cannot create a temporary directory: {e}")))?;
-    let case_dir = work.path().join("case");
-    let out_dir = work.path().join("bundle");
-    super::write_scratch_case(case, &case_dir)
-        .map_err(|e| poisoned(format!("cannot write the case for the compile server: {e}")))?;
-    std::fs::create_dir(&out_dir).map_err(|e| {
-        poisoned(format!(
-            "cannot create the bundle directory {}: {e}",
-            out_dir.display()
-        ))
-    })?;
-    let mut server = match checkout(command, timeout) {
-        Some(server) => server,
+    let mut slot = match checkout(command, timeout) {
+        Some(slot) => slot,
         None => start(command, timeout)?,
     };
+    let scratch = &slot.scratch;
+    super::write_scratch_case(case, &scratch.case)
+        .map_err(|e| poisoned(format!("cannot write the case for the compile server: {e}")))?;
     let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
     let request = serde_json::to_vec(&Request {
         protocol: PROTOCOL_VERSION,
         id,
-        case: case_dir.clone(),
-        out: out_dir.clone(),
+        case: scratch.case.clone(),
+        out: scratch.out.clone(),
     })
     .map_err(|e| poisoned(format!("cannot write a request: {e}")))?;
-    let answer = server.request(&request).map_err(|e| {
+    let answer = slot.server.request(&request).map_err(|e| {
         poisoned(format!(
             "cannot talk to the compile server `{command}`: {e}"
         ))
     })?;
     let said = match answer {
         Answer::Line { line, .. } => match parse_answer(&line, id) {
-            Ok(said) => {
-                checkin(command, timeout, server);
-                said
-            }
+            Ok(said) => said,
             Err(problem) => return Err(protocol_error(&problem, &line)),
         },
         Answer::TooLong { start, .. } => {
@@ -178,11 +167,12 @@ pub fn compile_served(
         }
         Answer::Ended { status, stderr } => return Err(ended(status, &stderr.bytes, timeout)),
     };
-    match said {
-        Said::Compiled => Bundle::read_dir(&out_dir).map_err(|e| CompileFailure::Failed {
+    let out_dir = &slot.scratch.out;
+    let result = match said {
+        Said::Compiled => Bundle::read_dir(out_dir).map_err(|e| CompileFailure::Failed {
             message: format!(
                 "the compile server wrote a broken bundle: {}",
-                strip_dir(&e.to_string(), &out_dir)
+                strip_dir(&e.to_string(), out_dir)
             ),
         }),
         Said::Unsupported(reason) => {
@@ -192,7 +182,13 @@ pub fn compile_served(
         Said::Error(message) => Err(CompileFailure::Failed {
             message: format!("the compile server reported an error: {message}"),
         }),
+    };
+    // A server goes back to the pool with its directories empty again; one whose directories
+    // cannot be emptied is dropped (killed, and its directories removed with it).
+    if slot.scratch.empty().is_ok() {
+        checkin(command, timeout, slot);
     }
+    result
 }
 
 /// Kills every idle server (a hunt's end; the ones in use end with their workers).
@@ -201,31 +197,40 @@ pub fn shutdown() {
     drop(idle);
 }
 
-fn lock_idle() -> std::sync::MutexGuard<'static, Vec<(String, Duration, Server)>> {
+fn lock_idle() -> std::sync::MutexGuard<'static, Vec<(String, Duration, Slot)>> {
     IDLE.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// An idle live server of `command`, if any (dead ones found on the way are dropped: reaped).
-fn checkout(command: &str, timeout: Duration) -> Option<Server> {
+/// An idle live server of `command`, if any (dead ones found on the way are dropped: reaped),
+/// preferring the one this thread used last.
+fn checkout(command: &str, timeout: Duration) -> Option<Slot> {
+    let me = std::thread::current().id();
     let mut idle = lock_idle();
-    while let Some(i) = idle
-        .iter()
-        .position(|(c, t, _)| c == command && *t == timeout)
-    {
-        let (_, _, server) = idle.swap_remove(i);
-        if server.alive() {
-            return Some(server);
+    loop {
+        let fits = |(c, t, _): &(String, Duration, Slot)| c == command && *t == timeout;
+        let i = idle
+            .iter()
+            .position(|e| fits(e) && e.2.last_user == me)
+            .or_else(|| idle.iter().position(fits))?;
+        let (_, _, mut slot) = idle.swap_remove(i);
+        if slot.server.alive() {
+            slot.last_user = me;
+            return Some(slot);
         }
     }
-    None
 }
 
-fn checkin(command: &str, timeout: Duration, server: Server) {
-    lock_idle().push((command.to_string(), timeout, server));
+fn checkin(command: &str, timeout: Duration, slot: Slot) {
+    lock_idle().push((command.to_string(), timeout, slot));
 }
 
-fn start(command: &str, timeout: Duration) -> Result<Server, CompileFailure> {
-    Invocation::new("sh", "pimdiff-server-")
+fn start(command: &str, timeout: Duration) -> Result<Slot, CompileFailure> {
+    let scratch = Scratch::new().map_err(|e| {
+        poisoned(format!(
+            "cannot create the directories for the compile server: {e}"
+        ))
+    })?;
+    let server = Invocation::new("sh", "pimdiff-server-")
         .map_err(|e| poisoned(e.to_string()))?
         .args(["-c", command])
         .in_harness_dir()
@@ -239,7 +244,71 @@ fn start(command: &str, timeout: Duration) -> Result<Server, CompileFailure> {
             poisoned(format!(
                 "cannot start the compile server `sh -c {command}`: {e}"
             ))
+        })?;
+    Ok(Slot {
+        server,
+        scratch,
+        last_user: std::thread::current().id(),
+    })
+}
+
+/// A server, the two directories its requests name, and the worker thread that used it last.
+/// A worker gets its own server back when it can: each server then answers one worker and the
+/// scheduler keeps the pair on one core. When workers traded servers, a woken process often
+/// waited for a busy core while the other idled: 801 migrations against 10 in 8,000 cases,
+/// 1.55 against 1.95 cores busy, a third of the rate (`docs/serve-protocol.md#measured`).
+struct Slot {
+    server: Server,
+    scratch: Scratch,
+    last_user: std::thread::ThreadId,
+}
+
+/// The case directory and the bundle directory a server's requests name, made with the server
+/// and emptied after each request, so that every request still sees a case directory holding
+/// just its case and an empty bundle directory. Why not a fresh temporary directory per request: making and removing
+/// three directories per case was a sixth of the harness's side of a served case
+/// (`docs/serve-protocol.md#measured`). Dropped with its server: removed.
+struct Scratch {
+    _dir: tempfile::TempDir,
+    case: PathBuf,
+    out: PathBuf,
+}
+
+impl Scratch {
+    fn new() -> std::io::Result<Scratch> {
+        let dir = tempfile::Builder::new()
+            .prefix("pimdiff-serve-")
+            .tempdir_in(super::scratch_dir())?;
+        let case = dir.path().join("case");
+        let out = dir.path().join("bundle");
+        std::fs::create_dir(&case)?;
+        std::fs::create_dir(&out)?;
+        Ok(Scratch {
+            _dir: dir,
+            case,
+            out,
         })
+    }
+
+    /// Removes whatever a request left in the two directories (the case, the bundle, and
+    /// anything else a server wrote there).
+    fn empty(&self) -> std::io::Result<()> {
+        empty_dir(&self.case)?;
+        empty_dir(&self.out)
+    }
+}
+
+/// Removes everything inside `dir`, keeping `dir`.
+fn empty_dir(dir: &std::path::Path) -> std::io::Result<()> {
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        if entry.file_type()?.is_dir() {
+            std::fs::remove_dir_all(entry.path())?;
+        } else {
+            std::fs::remove_file(entry.path())?;
+        }
+    }
+    Ok(())
 }
 
 /// Reads one answer line for request `id`; a protocol error says what is wrong with it.

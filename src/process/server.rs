@@ -175,14 +175,19 @@ impl Server {
             let ready = self.poll_once(written < line.len(), wake)?;
             if ready.stdout {
                 let room = self.line_limit + 1 - self.pending.len().min(self.line_limit);
-                read_into(&mut self.stdout, &mut self.pending, room)?;
+                read_into(&mut self.stdout, &mut self.pending, room, Stop::AtNewline)?;
             }
             if ready.stderr {
                 read_available(&mut self.stderr, &mut tail, usize::MAX)?;
             }
             if ready.exited {
                 // Whatever it printed before it died is read first: a last answer counts.
-                read_into(&mut self.stdout, &mut self.pending, self.line_limit + 1)?;
+                read_into(
+                    &mut self.stdout,
+                    &mut self.pending,
+                    self.line_limit + 1,
+                    Stop::AtEnd,
+                )?;
                 if self.pending.contains(&b'\n') {
                     continue;
                 }
@@ -323,9 +328,24 @@ struct Ready {
     stderr: bool,
 }
 
+/// When [`read_into`] stops reading, short of `room` and of the pipe's end.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Stop {
+    /// After a read that brought a newline: an answer is complete, and reading on until the
+    /// pipe is empty would cost a system call per request to learn only that.
+    AtNewline,
+    /// When the pipe is empty.
+    AtEnd,
+}
+
 /// Reads what a non-blocking pipe holds now, at most `room` bytes, appending to `into`; closes
 /// the pipe at its end.
-fn read_into(pipe: &mut Option<File>, into: &mut Vec<u8>, room: usize) -> io::Result<()> {
+fn read_into(
+    pipe: &mut Option<File>,
+    into: &mut Vec<u8>,
+    room: usize,
+    stop: Stop,
+) -> io::Result<()> {
     let Some(file) = pipe else {
         return Ok(());
     };
@@ -341,6 +361,9 @@ fn read_into(pipe: &mut Option<File>, into: &mut Vec<u8>, room: usize) -> io::Re
             Ok(n) => {
                 into.extend_from_slice(&buf[..n]);
                 left -= n;
+                if stop == Stop::AtNewline && buf[..n].contains(&b'\n') {
+                    return Ok(());
+                }
             }
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(()),
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
