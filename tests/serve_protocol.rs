@@ -177,6 +177,60 @@ fn each_worker_keeps_its_server_and_every_request_finds_clean_directories() {
     }
 }
 
+/// A server that replaces its bundle directory, or the directory holding its case and bundle
+/// directories, with a symbolic link to another directory gets a broken-bundle error, and
+/// pimdiff, emptying its directories after the request, never empties what the link names.
+#[test]
+fn directories_replaced_by_links_are_not_followed_when_emptied() {
+    for mode in ["bundle", "parent"] {
+        let tmp = tempfile::tempdir().unwrap();
+        let victim = tmp.path().join("victim");
+        let precious = [
+            victim.join("precious.txt"),
+            victim.join("case/precious.txt"),
+            victim.join("bundle/precious.txt"),
+        ];
+        for file in &precious {
+            std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+            std::fs::write(file, "keep me\n").unwrap();
+        }
+        let cmd = format!(
+            "exec python3 '{FIXTURES}/serve/symlinking_server.py' {mode} '{}'",
+            path(&victim)
+        );
+        // The directories a server moved aside are its doing, not the harness's to remove:
+        // they go with the test's own scratch directory.
+        let scratch = tmp.path().join("scratch");
+        std::fs::create_dir(&scratch).unwrap();
+        let out = tmp.path().join("out");
+        let o = Command::new(BIN)
+            .args([
+                "hunt", "--seed", "7", "--cases", "6", "--jobs", "2", "--quiet",
+            ])
+            .args(["--minimize-time", "1s", "--compiler-protocol", "serve"])
+            .args(["--compiler-cmd", &cmd, "--out", path(&out)])
+            .env("PIMDIFF_SCRATCH", &scratch)
+            .output()
+            .unwrap();
+        let summary: HuntSummary =
+            serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap())
+                .unwrap();
+        assert_eq!(o.status.code(), Some(1), "{mode}: {:?}", summary.failures);
+        assert_eq!(
+            summary.outcomes.get(&Kind::CompileError).copied(),
+            Some(6),
+            "{mode}: {:?}",
+            summary.outcomes
+        );
+        for file in &precious {
+            assert_eq!(
+                std::fs::read_to_string(file).unwrap_or_else(|e| panic!("{mode}: {e}")),
+                "keep me\n"
+            );
+        }
+    }
+}
+
 #[test]
 fn an_injected_bug_gives_the_same_findings_through_either_protocol_for_any_jobs() {
     let tmp = tempfile::tempdir().unwrap();

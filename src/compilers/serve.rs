@@ -201,8 +201,9 @@ fn lock_idle() -> std::sync::MutexGuard<'static, Vec<(String, Duration, Slot)>> 
     IDLE.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// An idle live server of `command`, if any (dead ones found on the way are dropped: reaped),
-/// preferring the one this thread used last.
+/// An idle live server of `command`, if any, preferring the one this thread used last. Dead
+/// ones found on the way are dropped (reaped), and so are ones whose directories were replaced
+/// since their last request (see [`Scratch`]).
 fn checkout(command: &str, timeout: Duration) -> Option<Slot> {
     let me = std::thread::current().id();
     let mut idle = lock_idle();
@@ -213,7 +214,7 @@ fn checkout(command: &str, timeout: Duration) -> Option<Slot> {
             .position(|e| fits(e) && e.2.last_user == me)
             .or_else(|| idle.iter().position(fits))?;
         let (_, _, mut slot) = idle.swap_remove(i);
-        if slot.server.alive() {
+        if slot.server.alive() && slot.scratch.intact() {
             slot.last_user = me;
             return Some(slot);
         }
@@ -265,13 +266,21 @@ struct Slot {
 
 /// The case directory and the bundle directory a server's requests name, made with the server
 /// and emptied after each request, so that every request still sees a case directory holding
-/// just its case and an empty bundle directory. Why not a fresh temporary directory per request: making and removing
-/// three directories per case was a sixth of the harness's side of a served case
+/// just its case and an empty bundle directory. Why not a fresh temporary directory per
+/// request: making and removing it was about a tenth of a served case's time
 /// (`docs/serve-protocol.md#measured`). Dropped with its server: removed.
+///
+/// A server can reach these directories, and one that replaced one of them (or the directory
+/// holding them) with a symbolic link would have the harness empty or write into whatever the
+/// link names. So each of the three is checked to be the very directory made here (device and
+/// inode, not following links) before a case is written into it and before it is emptied; a
+/// slot that fails the check is dropped, which removes a link, never what it names.
 struct Scratch {
-    _dir: tempfile::TempDir,
+    dir: tempfile::TempDir,
     case: PathBuf,
     out: PathBuf,
+    /// Device and inode of `dir`, `case` and `out` as made.
+    made: [(u64, u64); 3],
 }
 
 impl Scratch {
@@ -283,22 +292,49 @@ impl Scratch {
         let out = dir.path().join("bundle");
         std::fs::create_dir(&case)?;
         std::fs::create_dir(&out)?;
+        let made = [identity(dir.path())?, identity(&case)?, identity(&out)?];
         Ok(Scratch {
-            _dir: dir,
+            dir,
             case,
             out,
+            made,
         })
+    }
+
+    /// Whether the three directories are still the ones made (see the type's docs).
+    fn intact(&self) -> bool {
+        [self.dir.path(), &self.case, &self.out]
+            .iter()
+            .zip(&self.made)
+            .all(|(path, made)| identity(path).is_ok_and(|id| id == *made))
     }
 
     /// Removes whatever a request left in the two directories (the case, the bundle, and
     /// anything else a server wrote there).
     fn empty(&self) -> std::io::Result<()> {
+        if !self.intact() {
+            return Err(std::io::Error::other(
+                "the compile server replaced its directories",
+            ));
+        }
         empty_dir(&self.case)?;
         empty_dir(&self.out)
     }
 }
 
-/// Removes everything inside `dir`, keeping `dir`.
+/// Device and inode of the directory at `path` itself (a link is not followed: it is an error).
+fn identity(path: &std::path::Path) -> std::io::Result<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::symlink_metadata(path)?;
+    if !meta.is_dir() {
+        return Err(std::io::Error::other("not a directory"));
+    }
+    Ok((meta.dev(), meta.ino()))
+}
+
+/// Removes everything inside `dir`, keeping `dir`. Entries are never followed: a link is
+/// removed as a file, a directory with `remove_dir_all` (which removes links, not what they
+/// name).
 fn empty_dir(dir: &std::path::Path) -> std::io::Result<()> {
     for entry in std::fs::read_dir(dir)? {
         let entry = entry?;
