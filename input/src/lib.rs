@@ -5,7 +5,8 @@
 //! [`Limit`] before anything is allocated for it, reading stops at the limit
 //! even when the file grows meanwhile, a gzip stream is inflated only up to its limit and only
 //! up to a compression ratio (a gzip bomb is an error within milliseconds, not an
-//! out-of-memory kill), and an empty file is an error rather than an empty program or case.
+//! out-of-memory kill), an empty file is an error rather than an empty program or case, and a
+//! FIFO, directory or device is refused at once (a FIFO is never waited on for a writer).
 //!
 //! The API, smallest first:
 //!
