@@ -68,10 +68,18 @@ pub enum CoverageError {
     },
     #[error("no .gcda file under {}: the compiler is not a --coverage build, or it never exited normally", .0.display())]
     NoData(PathBuf),
-    #[error("cannot run gcov: {0}")]
-    Gcov(std::io::Error),
-    #[error("gcov failed ({status}): {stderr}")]
-    GcovFailed { status: String, stderr: String },
+    /// The tool (`gcov`, or `gcovr` for the HTML report) could not be started.
+    #[error("cannot run {tool}: {source}")]
+    Tool {
+        tool: &'static str,
+        source: std::io::Error,
+    },
+    #[error("{tool} failed ({status}): {stderr}")]
+    ToolFailed {
+        tool: &'static str,
+        status: String,
+        stderr: String,
+    },
     #[error("gcov's JSON: {0}")]
     Json(serde_json::Error),
     #[error("{}: {source}", .path.display())]
@@ -153,9 +161,13 @@ impl Coverage {
             .current_dir(&layout.prefix)
             .stdin(Stdio::null())
             .output()
-            .map_err(CoverageError::Gcov)?;
+            .map_err(|source| CoverageError::Tool {
+                tool: "gcov",
+                source,
+            })?;
         if !out.status.success() {
-            return Err(CoverageError::GcovFailed {
+            return Err(CoverageError::ToolFailed {
+                tool: "gcov",
                 status: out.status.to_string(),
                 stderr: String::from_utf8_lossy(&out.stderr)
                     .chars()
@@ -306,11 +318,15 @@ pub fn html_report(layout: &GcovLayout, gcovr: &Path, dir: &Path) -> Result<(), 
         .arg(&layout.prefix)
         .stdin(Stdio::null())
         .output()
-        .map_err(CoverageError::Gcov)?;
+        .map_err(|source| CoverageError::Tool {
+            tool: "gcovr",
+            source,
+        })?;
     if out.status.success() {
         Ok(())
     } else {
-        Err(CoverageError::GcovFailed {
+        Err(CoverageError::ToolFailed {
+            tool: "gcovr",
             status: out.status.to_string(),
             stderr: String::from_utf8_lossy(&out.stderr)
                 .chars()
@@ -330,6 +346,19 @@ mod tests {
             prefix: "/h/gcda".into(),
             excluded: vec!["backend/zlib".into()],
         }
+    }
+
+    /// Without gcovr, the HTML report's error names gcovr (it said "cannot run gcov").
+    #[test]
+    fn a_missing_report_tool_is_named() {
+        let out = tempfile::tempdir().unwrap();
+        let absent = out.path().join("no-such-gcovr");
+        let e = html_report(&layout(), &absent, &out.path().join("html")).unwrap_err();
+        assert!(
+            matches!(&e, CoverageError::Tool { tool: "gcovr", source } if source.kind() == std::io::ErrorKind::NotFound),
+            "{e:?}"
+        );
+        assert!(e.to_string().starts_with("cannot run gcovr: "), "{e}");
     }
 
     #[test]
