@@ -1,24 +1,17 @@
 //! `pimdiff hunt` through the binary: exit codes, bad arguments, saved findings that
 //! reproduce, and a clean stop on SIGINT.
 
+#[path = "support/cli.rs"]
+mod cli;
+
 use std::fs;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use pimdiff::engine::HuntSummary;
 use pimdiff::finding::Kind;
 
-fn pimdiff(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_pimdiff"))
-        .args(args)
-        .output()
-        .unwrap()
-}
-
-fn summary(out: &Path) -> HuntSummary {
-    serde_json::from_str(&fs::read_to_string(out.join("summary.json")).unwrap()).unwrap()
-}
+use cli::{pimdiff, summary};
 
 fn hidden_entries(dir: &Path) -> Vec<String> {
     fs::read_dir(dir)

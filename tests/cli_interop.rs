@@ -1,27 +1,16 @@
 //! `pimdiff export`, `pimdiff import-onnx` and `new-case`'s exports through the binary: the
 //! files, the messages, and exit 2 for every kind of bad input.
 
+#[path = "support/cli.rs"]
+mod cli;
+
 use std::fs;
 use std::path::Path;
-use std::process::{Command, Output};
 
 use pimdiff::interop::onnx_proto::ModelProto;
 use prost::Message;
 
-fn pimdiff(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_pimdiff"))
-        .args(args)
-        .output()
-        .expect("spawn pimdiff")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
+use cli::{path, pimdiff, text};
 
 const EXPORTS: [&str; 3] = ["model.onnx", "op.mlir", "check.py"];
 
@@ -30,7 +19,7 @@ fn new_case(dir: &Path, extra: &[&str]) {
         "new-case", "--op", "conv2d", "--groups", "1", "--bias", "--relu",
     ];
     args.extend(extra);
-    args.push(s(dir));
+    args.push(path(dir));
     let o = pimdiff(&args);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
 }
@@ -47,7 +36,7 @@ fn new_case_writes_the_exports_and_export_rewrites_them_identically() {
     for f in EXPORTS {
         fs::remove_file(dir.join(f)).unwrap();
     }
-    let o = pimdiff(&["export", s(&dir)]);
+    let o = pimdiff(&["export", path(&dir)]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
     assert_eq!(
         text(&o.stdout),
@@ -66,12 +55,12 @@ fn export_says_when_there_is_no_expected_npy_and_refuses_a_bad_case() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("c");
     new_case(&dir, &[]);
-    let o = pimdiff(&["export", s(&dir)]);
+    let o = pimdiff(&["export", path(&dir)]);
     assert_eq!(o.status.code(), Some(0));
     assert!(text(&o.stdout)
         .ends_with(" (no expected.npy: check.py has nothing to compare until one is written)\n"));
     fs::write(dir.join("case.json"), "{ not json").unwrap();
-    let o = pimdiff(&["export", s(&dir)]);
+    let o = pimdiff(&["export", path(&dir)]);
     assert_eq!(o.status.code(), Some(2));
     assert_eq!(
         text(&o.stderr),
@@ -105,7 +94,7 @@ fn import_onnx_of_an_export_gives_back_the_case() {
     let back = tmp.path().join("back");
     let mut args = vec!["import-onnx", "--seed", "3"];
     let model = original.join("model.onnx");
-    args.extend([s(&model), "--out", s(&back)]);
+    args.extend([path(&model), "--out", path(&back)]);
     args.extend(arch);
     let o = pimdiff(&args);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stderr));
@@ -133,7 +122,7 @@ fn import_onnx_of_an_export_gives_back_the_case() {
         );
     }
     // The input is random (a model has none); expected.npy is the oracle's for it.
-    let o = pimdiff(&["oracle", s(&back)]);
+    let o = pimdiff(&["oracle", path(&back)]);
     assert_eq!(o.status.code(), Some(0), "{}", text(&o.stdout));
 }
 
@@ -143,7 +132,7 @@ fn import_onnx_refuses_bad_input_with_exit_2() {
     let out = tmp.path().join("out");
     let garbage = tmp.path().join("garbage.onnx");
     fs::write(&garbage, b"\x0a\xff\xff\xff\xff\xff").unwrap();
-    let o = pimdiff(&["import-onnx", s(&garbage), "--out", s(&out)]);
+    let o = pimdiff(&["import-onnx", path(&garbage), "--out", path(&out)]);
     assert_eq!(o.status.code(), Some(2));
     assert!(
         text(&o.stderr).starts_with(&format!(
@@ -162,7 +151,7 @@ fn import_onnx_refuses_bad_input_with_exit_2() {
     model.graph.as_mut().unwrap().node[0].op_type = Some("QLinearConv".into());
     let odd = tmp.path().join("qlinear.onnx");
     fs::write(&odd, model.encode_to_vec()).unwrap();
-    let o = pimdiff(&["import-onnx", s(&odd), "--out", s(&out)]);
+    let o = pimdiff(&["import-onnx", path(&odd), "--out", path(&out)]);
     assert_eq!(
         (o.status.code(), text(&o.stderr)),
         (
@@ -178,7 +167,7 @@ fn import_onnx_refuses_bad_input_with_exit_2() {
     assert!(!out.exists());
 
     // A directory is not a model; an existing case is never overwritten.
-    let o = pimdiff(&["import-onnx", s(tmp.path()), "--out", s(&out)]);
+    let o = pimdiff(&["import-onnx", path(tmp.path()), "--out", path(&out)]);
     assert_eq!(
         (o.status.code(), text(&o.stderr)),
         (
@@ -190,7 +179,7 @@ fn import_onnx_refuses_bad_input_with_exit_2() {
         )
     );
     let model = case_dir.join("model.onnx");
-    let o = pimdiff(&["import-onnx", s(&model), "--out", s(&case_dir)]);
+    let o = pimdiff(&["import-onnx", path(&model), "--out", path(&case_dir)]);
     assert_eq!(o.status.code(), Some(2));
     assert_eq!(
         text(&o.stderr),

@@ -1,18 +1,15 @@
 //! `pimdiff lowerings` and `pimdiff compile --lowering` through the binary: outputs, exit
 //! codes 0 / 2, and bad flags.
 
+#[path = "support/cli.rs"]
+mod cli;
+
 use std::path::Path;
-use std::process::{Command, Output};
 
 use pimdiff::cli::lowerings::{markdown, Counts};
 use pimdiff_isa::{Opcode, Program};
 
-fn pimdiff(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_pimdiff"))
-        .args(args)
-        .output()
-        .unwrap()
-}
+use cli::pimdiff;
 
 fn case(name: &str) -> String {
     Path::new(env!("CARGO_MANIFEST_DIR"))

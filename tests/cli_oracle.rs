@@ -1,21 +1,14 @@
 //! `pimdiff new-case` and `pimdiff oracle` end to end: exit codes and what they print.
 
+#[path = "support/cli.rs"]
+mod cli;
+
 use std::path::Path;
-use std::process::{Command, Output};
 
 use ndarray::ArrayD;
 use ndarray_npy::{read_npy, write_npy};
 
-fn pimdiff(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_pimdiff"))
-        .args(args)
-        .output()
-        .expect("pimdiff runs")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
-}
+use cli::{pimdiff, text};
 
 fn new_case(dir: &Path) {
     let out = pimdiff(&[

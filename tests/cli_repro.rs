@@ -1,16 +1,14 @@
 //! `pimdiff repro` and `pimdiff replay` through the binary: exit codes 0 / 1 / 2 and what
 //! they print.
 
+#[path = "support/cli.rs"]
+mod cli;
+
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
-fn pimdiff(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_pimdiff"))
-        .args(args)
-        .output()
-        .unwrap()
-}
+use cli::pimdiff;
 
 fn corpus_case(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

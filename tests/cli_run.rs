@@ -1,28 +1,17 @@
 //! `pimdiff run` end to end: exit codes 0 / 1 / 2, the summary, the dump, and the reports
 //! that name core, pc and instruction.
 
-use std::path::Path;
-use std::process::{Command, Output};
+#[path = "support/cli.rs"]
+mod cli;
 
-fn pimdiff(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_pimdiff"))
-        .args(args)
-        .output()
-        .expect("spawn pimdiff")
-}
+use std::path::Path;
+
+use cli::{pimdiff, stderr, stdout};
 
 fn write(dir: &Path, name: &str, text: &str) -> String {
     let path = dir.join(name);
     std::fs::write(&path, text).unwrap();
     path.to_str().unwrap().to_owned()
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
 /// Two cores: core 0 stores 0x2a.. to local memory and sends 4 bytes to core 1, which stores

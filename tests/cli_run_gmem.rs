@@ -1,22 +1,15 @@
 //! `pimdiff run --gmem ADDR=FILE.npy`: preloads land in global memory before the run, and every
 //! bad preload is refused with exit 2 before anything runs.
 
+#[path = "support/cli.rs"]
+mod cli;
+
 use std::path::Path;
-use std::process::{Command, Output};
 
 use ndarray::{arr1, arr2, Array1};
 use ndarray_npy::write_npy;
 
-fn pimdiff(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_pimdiff"))
-        .args(args)
-        .output()
-        .expect("spawn pimdiff")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
+use cli::{pimdiff, stderr};
 
 /// Copies 6 bytes from global memory 100 to 200 through local memory.
 const COPY: &str = "\

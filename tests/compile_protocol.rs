@@ -3,29 +3,18 @@
 //! through `--compiler-cmd`, it must give a hunt exactly the outcomes the in-repo compiler
 //! gives, and so find nothing.
 
+#[path = "support/cli.rs"]
+mod cli;
+
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::{Command, Output};
 
 use pimdiff::engine::HuntSummary;
 use pimdiff::finding::Kind;
 
+use cli::{path, pimdiff, text};
+
 const BIN: &str = env!("CARGO_BIN_EXE_pimdiff");
-
-fn pimdiff(args: &[&str]) -> Output {
-    Command::new(BIN)
-        .args(args)
-        .output()
-        .expect("spawn pimdiff")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
-fn path(p: &Path) -> &str {
-    p.to_str().expect("a UTF-8 temporary path")
-}
 
 #[test]
 fn an_unsupported_case_exits_3_with_the_reason_as_the_last_stderr_line() {

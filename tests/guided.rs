@@ -2,9 +2,11 @@
 //! with one job, a corpus seeding the next hunt, malformed corpora refused with the culprit
 //! named, and mutations that always give valid networks and cases.
 
+#[path = "support/cli.rs"]
+mod cli;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use pimdiff::targets::pimcomp_nn::mutate::{mutate_network, within_bounds};
 use pimdiff::targets::pimcomp_nn::network::{check_model_json, network_from_seed, NetConfig};
@@ -14,12 +16,7 @@ use proptest::prelude::*;
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 
-fn pimdiff(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_pimdiff"))
-        .args(args)
-        .output()
-        .expect("pimdiff runs")
-}
+use cli::pimdiff;
 
 /// A guided tensor hunt of `cases` cases with one job into `out`; its exit code.
 fn guided_hunt(out: &Path, cases: u64, extra: &[&str]) -> i32 {

@@ -6,6 +6,9 @@
 //! `PIMDIFF_PYTHON` (the script sets it: `eval "$(scripts/setup-python.sh)"`). Without it each
 //! test prints a `skipped:` line and passes; CI always sets it.
 
+#[path = "support/cli.rs"]
+mod cli;
+
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -13,6 +16,8 @@ use std::process::{Command, Output};
 use pimdiff::interop::write_case_with_exports;
 use pimdiff_oracle::io::write_npy_atomic;
 use pimdiff_oracle::{random_tensors, reference, Case, CaseArch, CaseSpec, Conv2d, Mvm, Op};
+
+use cli::text;
 
 fn python(test: &str) -> Option<PathBuf> {
     match std::env::var_os("PIMDIFF_PYTHON") {
@@ -33,10 +38,6 @@ fn script(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("scripts")
         .join(name)
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
 }
 
 const ARCH: CaseArch = CaseArch {

@@ -3,9 +3,11 @@
 //! merges; a PIMCOMP-NN hunt's outputs merge the same way; bad inputs are refused naming the
 //! file or the inputs.
 
+#[path = "support/cli.rs"]
+mod cli;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -17,16 +19,7 @@ use pimdiff::targets::pimcomp_nn::compile::{CompilerSetup, Pipeline};
 use pimdiff::targets::pimcomp_nn::network::NetConfig;
 use pimdiff::targets::pimcomp_nn::PimcompTarget;
 
-fn pimdiff(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_pimdiff"))
-        .args(args)
-        .output()
-        .unwrap()
-}
-
-fn summary(out: &Path) -> HuntSummary {
-    serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap()
-}
+use cli::{pimdiff, summary};
 
 /// A hunt of the in-repo compiler with `missing-bias` injected, through the binary.
 fn bug_hunt(out: &Path, seed: &str, shard: &str) -> HuntSummary {

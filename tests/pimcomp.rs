@@ -6,19 +6,16 @@
 //! side table a compile of it would have. The real bug is squeezenet-batch's conv1_1 cut down
 //! to core 0 (`scripts/reduce-pimcomp-fixture.py`).
 
+#[path = "support/cli.rs"]
+mod cli;
+
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
 use pimdiff::targets::pimcomp_nn::check::{check, Control, Options, Status};
 use pimdiff_isa::machine::Schedule;
 use serde_json::{json, Value};
 
-fn pimdiff(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_pimdiff"))
-        .args(args)
-        .output()
-        .expect("spawn pimdiff")
-}
+use cli::pimdiff;
 
 fn fixture(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))

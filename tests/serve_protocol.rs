@@ -5,6 +5,9 @@
 //! long a line gives a crash, a timeout or a protocol error for the case in flight while the
 //! hunt goes on; a finding made in serve mode reproduces.
 
+#[path = "support/cli.rs"]
+mod cli;
+
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::{Command, Output};
@@ -12,23 +15,10 @@ use std::process::{Command, Output};
 use pimdiff::engine::HuntSummary;
 use pimdiff::finding::{FindingMeta, Kind};
 
+use cli::{path, pimdiff, text};
+
 const BIN: &str = env!("CARGO_BIN_EXE_pimdiff");
 const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures");
-
-fn pimdiff(args: &[&str]) -> Output {
-    Command::new(BIN)
-        .args(args)
-        .output()
-        .expect("spawn pimdiff")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
-
-fn path(p: &Path) -> &str {
-    p.to_str().expect("a UTF-8 temporary path")
-}
 
 /// A hunt of `cases` cases (seed 7, 2 jobs) with `extra` flags; its exit status and summary.
 fn hunt(out: &Path, cases: &str, extra: &[&str]) -> (Option<i32>, HuntSummary) {
