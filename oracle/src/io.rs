@@ -150,7 +150,8 @@ fn read_required_i8(
 
 /// Whether `read` failed because the file is absent (its open said `NotFound`).
 fn is_absent<T>(read: &Result<T, CaseError>) -> bool {
-    matches!(read, Err(CaseError::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound)
+    use std::io::ErrorKind::NotFound;
+    matches!(read, Err(CaseError::Io { source, .. }) if source.kind() == NotFound)
 }
 
 /// The reading of a file the case must have: an absent one is [`CaseError::MissingFile`].

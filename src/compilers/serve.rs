@@ -28,8 +28,9 @@
 //!   is replaced without blaming a case.
 //!
 //! Requests are independent (each finds just its case and an empty bundle directory), so the
-//! outcome of a case does not depend on which server, worker or earlier case it met: a serve hunt finds what a
-//! process-per-case hunt of the same compiler finds for the same seed, for any `--jobs`.
+//! outcome of a case does not depend on which server, worker or earlier case it met: a serve
+//! hunt finds what a process-per-case hunt of the same compiler finds for the same seed, for
+//! any `--jobs`.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};

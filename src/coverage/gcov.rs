@@ -354,8 +354,9 @@ mod tests {
         let out = tempfile::tempdir().unwrap();
         let absent = out.path().join("no-such-gcovr");
         let e = html_report(&layout(), &absent, &out.path().join("html")).unwrap_err();
+        let not_found = |s: &std::io::Error| s.kind() == std::io::ErrorKind::NotFound;
         assert!(
-            matches!(&e, CoverageError::Tool { tool: "gcovr", source } if source.kind() == std::io::ErrorKind::NotFound),
+            matches!(&e, CoverageError::Tool { tool: "gcovr", source } if not_found(source)),
             "{e:?}"
         );
         assert!(e.to_string().starts_with("cannot run gcovr: "), "{e}");
