@@ -4,12 +4,11 @@
 //! `scripts/build-pimcomp.sh`) and `PIMCOMP_NN_COVERAGE_BIN` (from `--coverage`).
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::Duration;
 
 use pimdiff::coverage::{CoverageError, CoverageRun};
 use pimdiff::engine::Edges;
-use pimdiff::engine::{run_hunt, HuntConfig, HuntControl, HuntSummary, Target};
+use pimdiff::engine::{HuntConfig, HuntSummary, Target};
 use pimdiff::targets::pimcomp_nn::case::CaseContext;
 use pimdiff::targets::pimcomp_nn::compile::{CompilerSetup, Pipeline, ZeroedMemory};
 use pimdiff::targets::pimcomp_nn::network::NetConfig;
@@ -40,10 +39,6 @@ fn target(bin: &Path) -> PimcompTarget {
     }
 }
 
-fn hunt(cfg: &HuntConfig, target: PimcompTarget) -> HuntSummary {
-    run_hunt(cfg, Arc::new(target), &HuntControl::default()).unwrap()
-}
-
 #[test]
 fn a_binary_without_coverage_is_refused_by_name() {
     let fake = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/pimcomp-fake/PIMCOMP-NN");
@@ -70,34 +65,11 @@ fn a_coverage_hunt_reports_consistent_totals_and_edges() {
     let edges: Edges = t.edges(&run).expect("a coverage build records edges");
     assert!(edges.len() > 1000, "{} edges", edges.len());
 
-    let s = hunt(&cfg, t);
+    let s = hunts::run(&cfg, t);
     let c = s.coverage.expect("summary.json has a coverage object");
-    assert_eq!(c.tool, "gcov");
-    let t = c.totals;
-    assert!(t.lines_hit > 0 && t.lines_hit <= t.lines_total, "{t:?}");
-    assert!(
-        t.branches_hit > 0 && t.branches_hit <= t.branches_total,
-        "{t:?}"
-    );
-    let sum = |f: fn(&pimdiff::coverage::Totals) -> u64| {
-        c.files.iter().map(|x| f(&x.totals)).sum::<u64>()
-    };
-    assert_eq!(sum(|t| t.lines_total), t.lines_total);
-    assert_eq!(sum(|t| t.lines_hit), t.lines_hit);
-    assert_eq!(sum(|t| t.branches_total), t.branches_total);
-    assert_eq!(sum(|t| t.branches_hit), t.branches_hit);
+    hunts::assert_consistent_coverage(&c, &edges, tmp.path());
     assert!(c.files.iter().all(|f| !f.file.starts_with("backend/zlib")));
     assert!(c.files.iter().any(|f| f.file == "main.cpp"));
-    for f in &c.never_entered {
-        let file = c.files.iter().find(|x| &x.file == f).unwrap();
-        assert_eq!(file.totals.lines_hit, 0, "{f}");
-    }
-    assert!(c.edges_hit.unwrap() >= edges.len() as u64);
-    let md = std::fs::read_to_string(tmp.path().join("summary.md")).unwrap();
-    assert!(
-        md.contains("## Coverage of the compiler's source (gcov)"),
-        "{md}"
-    );
 }
 
 /// Lazy zeroing and huge pages change how fast the compiler gets its zeroed memory, not what
@@ -111,7 +83,7 @@ fn every_way_of_zeroing_gives_the_same_hunt() {
         let dir = tempfile::tempdir().unwrap();
         let mut t = target(&bin);
         t.cases.setup.zeroed_memory = memory;
-        hunt(&config(dir.path(), 6), t)
+        hunts::run(&config(dir.path(), 6), t)
     };
     let sigs = |s: &HuntSummary| -> Vec<String> {
         s.findings.iter().map(|f| f.signature.clone()).collect()
