@@ -128,15 +128,21 @@ jobs="${PUMA_BUILD_JOBS:-2}"
 work="$(mktemp -d "${TMPDIR:-/tmp}/puma-build.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
 
-# One tree: unpack, patch, build libpuma.so and the driver with FLAGS.
-build_tree() {
-    local out="$1" flags="$2"
+# The snapshot unpacked into DIR (made if missing), with the patches applied.
+unpack_patched() {
+    local out="$1"
     mkdir -p "$out"
     tar xzf "$src" -C "$out" --strip-components=1
     for p in "${patches[@]}"; do
         echo "build-puma: $(basename "$out"): applying $(basename "$p")" >&2
         patch -p1 -d "$out" --no-backup-if-mismatch < "$p" >&2
     done
+}
+
+# One tree: unpack, patch, build libpuma.so and the driver with FLAGS.
+build_tree() {
+    local out="$1" flags="$2"
+    unpack_patched "$out"
     make -C "$out/src" -j "$jobs" CXXFLAGS="-std=c++11 $flags" >&2
     mkdir -p "$out/bin"
     # $ORIGIN keeps the tree relocatable: the driver finds ../src/libpuma.so wherever it lies.
@@ -155,12 +161,7 @@ build_shim() {
 
 if [ "$flavour" = coverage ]; then
     rm -rf "$tree"
-    mkdir -p "$tree"
-    tar xzf "$src" -C "$tree" --strip-components=1
-    for p in "${patches[@]}"; do
-        echo "build-puma: coverage: applying $(basename "$p")" >&2
-        patch -p1 -d "$tree" --no-backup-if-mismatch < "$p" >&2
-    done
+    unpack_patched "$tree"
     build_shim "$tree"
     # LD_FLAGS is the Makefile's link-only variable; make reads \$$ as \$, the shell as $.
     make -C "$tree/src" -j "$jobs" \
