@@ -44,6 +44,14 @@ impl EdgeMap {
         &self.path
     }
 
+    /// The variable that tells a compile's shim where this map is ([`EDGE_MAP_ENV`]).
+    pub fn environment(&self) -> (String, String) {
+        (
+            EDGE_MAP_ENV.to_string(),
+            self.path.to_string_lossy().into_owned(),
+        )
+    }
+
     /// The edges marked in the map (a short or missing map: what it holds, bounded by
     /// [`EDGE_MAP_BYTES`]).
     pub fn read(&self) -> std::io::Result<Edges> {

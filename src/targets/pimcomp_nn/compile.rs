@@ -16,7 +16,6 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::profile::{self, Phase};
-use crate::coverage::edges::EDGE_MAP_ENV;
 use crate::coverage::{CoverageRun, EdgeMap};
 use crate::engine::Edges;
 use crate::process::{Environment, Invocation, Limits, Pinning, Status};
@@ -282,12 +281,7 @@ fn environment(
         ZeroedMemory::Huge => vars.push(("PIMDIFF_HUGE_BSS".to_string(), "1".to_string())),
         ZeroedMemory::Small => {}
     }
-    if let Some(map) = edge_map {
-        vars.push((
-            EDGE_MAP_ENV.to_string(),
-            map.path().to_string_lossy().into_owned(),
-        ));
-    }
+    vars.extend(edge_map.map(EdgeMap::environment));
     if let Some(c) = &setup.coverage {
         vars.extend(c.environment());
     }

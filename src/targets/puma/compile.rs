@@ -27,7 +27,6 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use super::driver_input::{NETWORK_FILE, WEIGHTS_FILE};
-use crate::coverage::edges::EDGE_MAP_ENV;
 use crate::coverage::{CoverageRun, EdgeMap};
 use crate::engine::Edges;
 use crate::process::{Environment, Invocation, Limits, Pinning, ProcessError, Status};
@@ -247,15 +246,8 @@ pub fn compile(
 fn measured(pinning: &Pinning, coverage: Option<&CoverageRun>, map: Option<&EdgeMap>) -> Pinning {
     let mut p = pinning.clone();
     if let Environment::Exactly { vars } = &mut p.environment {
-        if let Some(m) = map {
-            vars.insert(
-                EDGE_MAP_ENV.to_string(),
-                m.path().to_string_lossy().into_owned(),
-            );
-        }
-        for (k, v) in coverage.map(CoverageRun::environment).unwrap_or_default() {
-            vars.insert(k, v);
-        }
+        vars.extend(map.map(EdgeMap::environment));
+        vars.extend(coverage.map(CoverageRun::environment).unwrap_or_default());
     }
     p
 }
@@ -299,6 +291,7 @@ pub fn command_line(setup: &PumaSetup, tree: Tree) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::coverage::edges::EDGE_MAP_ENV;
 
     /// The measurement's variables reach the compile and nothing else: the pinning a finding
     /// records stays the plain tree's.
