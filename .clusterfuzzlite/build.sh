@@ -4,7 +4,7 @@
 #
 # For every target in fuzz/fuzz_targets/: the fuzzer binary, its committed seed corpus
 # (fuzz/corpus/<target>/seed-*, as <target>_seed_corpus.zip) and, for the two JSON readers,
-# their dictionary (<target>.dict). The targets' bodies live in src/fuzz_targets.rs.
+# their dictionary (<target>.dict). The targets' bodies live in targets/pimsim/src/fuzz_targets.rs.
 #
 # Your own compiler instead of the in-repo one (docs/scale-out.md, "Your own compiler"): when
 # .clusterfuzzlite/compiler-cmd exists, .clusterfuzzlite/compiler-setup.sh (if any) runs first

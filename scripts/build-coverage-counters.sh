@@ -2,7 +2,7 @@
 # Builds a pimdiff whose guided tensor hunts are fed by the in-repo compiler's own coverage:
 # the crate pimdiff-compiler (and the binary, which links LLVM's profile runtime) compiled with
 # `-C instrument-coverage`, everything else as usual, and the feature `coverage-counters`
-# (src/targets/tensor/counters.rs reads the counters in-process). Only the compiler crate is
+# (targets/pimsim/src/counters.rs reads the counters in-process). Only the compiler crate is
 # instrumented so that a case's counters are the compiler's work on that case, not the engine's
 # threads. Separate target directory: target/coverage-counters.
 #

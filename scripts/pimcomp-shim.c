@@ -71,7 +71,7 @@ time_t time(time_t *out)
     return t;
 }
 
-/* Must match EDGE_MAP_BYTES in src/coverage/edges.rs. */
+/* Must match EDGE_MAP_BYTES in engine/src/coverage/edge_map.rs. */
 #define PIMDIFF_EDGE_MAP_BYTES 65536u
 
 static unsigned char private_map[PIMDIFF_EDGE_MAP_BYTES];

@@ -1,39 +1,31 @@
-//! pimdiff: the differential-testing harness for crossbar compilers.
+//! pimdiff: the differential-testing harness for crossbar compilers — the command line and the
+//! registry of compilers under test.
 //!
-//! The modules follow one turn of the loop, in order:
+//! The work is done by crates one floor down, each a room of the architecture
+//! (`ARCHITECTURE.md`):
 //!
-//! | stage | module | what it does |
+//! | crate | re-exported here as | what it is |
 //! |---|---|---|
-//! | generate | [`generate`] | random valid cases (seed, proptest, `arbitrary`), edge-biased |
-//! | compile | [`compilers`] | the compilers under test: in-repo, external command, injected bug |
-//! | check | [`check`] | case → compiler → interpreter → output, case → oracle; exact comparison, outcomes |
-//! | shrink | [`shrink`] | signature-preserving minimization of a failing case |
-//! | triage | [`triage`] | what a person reads about a finding: reports |
-//! | keep | [`corpus`] | findings and regression entries on disk (atomic), replay |
-//! | hunt | [`hunt`] | sharded, parallel, interruptible, reproducible campaigns |
+//! | `pimdiff-engine` | [`engine`] (its `hunt`), [`finding`], [`summary`], [`plan`], [`process`], [`coverage`] | the hunt engine over any `Target`, knowing no compiler |
+//! | `pimdiff-target-pimsim` | [`targets::tensor`], and [`check`], [`compilers`], [`triage`], [`report`], [`interop`], [`corpus`], [`fuzz_targets`] | conv2d/MVM cases in the PIMSim ISA through the bundle protocol |
+//! | `pimdiff-target-pimcomp` | [`targets::pimcomp_nn`] | PIMCOMP-NN: random networks through the real compiler |
+//! | `pimdiff-target-puma` | [`targets::puma`] | the PUMA compiler, checked on the PUMA machine |
 //!
-//! [`interop`] writes and reads a case in its users' formats (ONNX, MLIR, a standalone
-//! `check.py`). [`pimcomp`] checks a third-party compiler's real programs (PIMCOMP-NN's, with
-//! their side tables) bit for bit against a wrap-8 reference of the whole network.
-//! [`targets`] holds the compiler side of other third-party compilers as hunt targets (the
-//! PUMA compiler's: network descriptions, their generator, data and exact reference, the
-//! files its driver reads and the placement it writes).
-//!
-//! [`fuzz_targets`] holds the bodies of the cargo-fuzz targets and [`cli`] the subcommands;
-//! both are thin callers of the stages. The CLI binary (`src/main.rs`) is a thin caller of
-//! [`cli`].
+//! This crate adds the CLI ([`cli`], feature `cli`) and [`registry`]: which targets
+//! `pimdiff hunt --target` knows, and how each is built from its flags. Adding a target is its
+//! crate plus one registration there. The paths re-exported above are the ones library users
+//! and the docs have always named (`pimdiff::engine::run_hunt`, `pimdiff::check::check_case`, …).
 
-pub mod check;
 #[cfg(feature = "cli")]
 pub mod cli;
-pub mod compilers;
-pub mod corpus;
-pub mod coverage;
-pub mod engine;
-pub mod finding;
-pub mod fuzz_targets;
-pub mod interop;
-pub mod process;
-pub mod report;
-pub mod targets;
-pub mod triage;
+
+pub use pimdiff_engine::hunt as engine;
+pub use pimdiff_engine::{coverage, finding, plan, process, summary};
+pub use pimdiff_target_pimsim::{check, compilers, corpus, fuzz_targets, interop, report, triage};
+
+/// The compilers under test, one crate each.
+pub mod targets {
+    pub use pimdiff_target_pimcomp as pimcomp_nn;
+    pub use pimdiff_target_pimsim as tensor;
+    pub use pimdiff_target_puma as puma;
+}

@@ -37,17 +37,14 @@ fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-/// The workspace's crates by the name code spells them (`pimdiff_isa`), each with its `src/`.
+/// The workspace's crates by the name code spells them (`pimdiff_isa`), each with its `src/`:
+/// the root package and every member the root `Cargo.toml` lists.
 fn crates(root: &Path) -> BTreeMap<String, PathBuf> {
+    let workspace = std::fs::read_to_string(root.join("Cargo.toml")).unwrap();
+    let members = workspace_members(&workspace);
     let mut out = BTreeMap::new();
-    let mut dirs = vec![root.to_path_buf()];
-    dirs.extend(
-        std::fs::read_dir(root)
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .filter(|p| p.is_dir()),
-    );
-    for dir in dirs {
+    for member in members {
+        let dir = root.join(member);
         let Ok(manifest) = std::fs::read_to_string(dir.join("Cargo.toml")) else {
             continue;
         };
@@ -61,6 +58,19 @@ fn crates(root: &Path) -> BTreeMap<String, PathBuf> {
         }
     }
     out
+}
+
+/// The `members` of a workspace manifest's `[workspace]` table (`"."` is the root package).
+fn workspace_members(manifest: &str) -> Vec<String> {
+    let start = manifest
+        .find("members = [")
+        .expect("the workspace lists its members");
+    let list = &manifest[start + "members = [".len()..];
+    let list = &list[..list.find(']').expect("the members list ends")];
+    list.split(',')
+        .map(|m| m.trim().trim_matches('"').to_string())
+        .filter(|m| !m.is_empty())
+        .collect()
 }
 
 /// What the checker knows about the checkout.
@@ -152,44 +162,77 @@ impl Repo {
             || third_party
     }
 
-    /// Resolves `krate::a::b::c`: modules by their files, then an item declared or
-    /// re-exported in the module reached, then names inside that item's file.
+    /// Resolves `krate::a::b::c`: modules by their files, re-exports of another workspace
+    /// crate's module followed (`pub use pimdiff_engine::hunt as engine;`), then an item
+    /// declared or re-exported in the module reached, then names inside that item's file.
     fn resolve(&self, path: &str) -> Result<(), String> {
-        let mut segments = path.split("::");
-        let krate = segments.next().unwrap();
+        let segments: Vec<&str> = path.split("::").collect();
         let src = self
             .crates
-            .get(krate)
-            .ok_or_else(|| format!("no crate {krate} in the workspace"))?;
+            .get(segments[0])
+            .ok_or_else(|| format!("no crate {} in the workspace", segments[0]))?;
         let mut file = src.join("lib.rs");
         let mut dir = src.clone();
         let mut in_item = false;
-        for seg in segments {
+        for (i, seg) in segments.iter().enumerate().skip(1) {
             let text = std::fs::read_to_string(&file).unwrap();
-            if !in_item {
-                let (as_file, as_dir) =
-                    (dir.join(format!("{seg}.rs")), dir.join(seg).join("mod.rs"));
-                if as_file.is_file() || as_dir.is_file() {
-                    file = if as_file.is_file() { as_file } else { as_dir };
-                    dir = dir.join(seg);
-                    continue;
-                }
-                if !declares(&text, seg) {
+            if in_item {
+                if !has_word(&text, seg) {
                     return Err(format!(
-                        "no module or item {seg} in {}",
+                        "no {seg} in {}",
                         file.strip_prefix(&self.root).unwrap().display()
                     ));
                 }
-                in_item = true;
-            } else if !has_word(&text, seg) {
+                continue;
+            }
+            let (as_file, as_dir) = (dir.join(format!("{seg}.rs")), dir.join(seg).join("mod.rs"));
+            if as_file.is_file() || as_dir.is_file() {
+                file = if as_file.is_file() { as_file } else { as_dir };
+                dir = dir.join(seg);
+                continue;
+            }
+            if let Some(target) = reexported_module(&text, seg) {
+                if self.crates.contains_key(target.split("::").next().unwrap()) {
+                    let rest: Vec<&str> = segments[i + 1..].to_vec();
+                    let whole = std::iter::once(target.as_str())
+                        .chain(rest)
+                        .collect::<Vec<_>>();
+                    return self.resolve(&whole.join("::"));
+                }
+            }
+            if !declares(&text, seg) {
                 return Err(format!(
-                    "no {seg} in {}",
+                    "no module or item {seg} in {}",
                     file.strip_prefix(&self.root).unwrap().display()
                 ));
             }
+            in_item = true;
         }
         Ok(())
     }
+}
+
+/// The path a module's `pub use` gives the name `name`: `pub use a::b as name;`,
+/// `pub use a::name;` or `pub use a::{…, name, …};` (over any number of lines).
+fn reexported_module(text: &str, name: &str) -> Option<String> {
+    text.match_indices("pub use ").find_map(|(i, _)| {
+        let rest = &text[i + "pub use ".len()..];
+        let body: String = rest[..rest.find(';')?]
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
+        if let Some((path, alias)) = body.split_once(" as ") {
+            return (alias.trim() == name).then(|| path.trim().to_string());
+        }
+        if let Some((prefix, list)) = body.split_once("::{") {
+            let list = list.strip_suffix('}')?;
+            return list
+                .split(',')
+                .any(|n| n.trim() == name)
+                .then(|| format!("{prefix}::{name}"));
+        }
+        (body.rsplit("::").next() == Some(name)).then(|| body.to_string())
+    })
 }
 
 /// Collapses `a/b/../c` to `a/c` (a link from `docs/guide/` to `../../corpus/README.md`).
@@ -370,16 +413,16 @@ fn the_readme_and_the_book_name_only_paths_that_exist() {
 #[test]
 fn a_made_up_path_or_code_path_is_reported() {
     let repo = Repo::open(root());
-    let text = "Read `src/engine/no_such_file.rs` and [the guide](guide/missing.md); call \
+    let text = "Read `engine/src/hunt/no_such_file.rs` and [the guide](guide/missing.md); call \
                 `pimdiff::engine::no_such_fn`, `pimdiff::no_such_module::x` and \
                 `pimdiff_nowhere::a`.\n\n```sh\nscripts/no-such-script.sh --flag\n```\n";
     assert_eq!(
         repo.problems("docs/x.md", text),
         vec![
-            "docs/x.md: `src/engine/no_such_file.rs`: no src/engine/no_such_file.rs in the \
+            "docs/x.md: `engine/src/hunt/no_such_file.rs`: no engine/src/hunt/no_such_file.rs in the \
              repository",
             "docs/x.md: `pimdiff::engine::no_such_fn`: no module or item no_such_fn in \
-             src/engine/mod.rs",
+             engine/src/hunt/mod.rs",
             "docs/x.md: `pimdiff::no_such_module::x`: no module or item no_such_module in \
              src/lib.rs",
             "docs/x.md: `pimdiff_nowhere::a`: no crate pimdiff_nowhere in the workspace",
@@ -393,9 +436,9 @@ fn a_made_up_path_or_code_path_is_reported() {
 #[test]
 fn real_paths_placeholders_and_outputs_pass() {
     let repo = Repo::open(root());
-    let text = "`src/engine/mod.rs`, `scripts/pimcomp-patches/*.patch`, \
+    let text = "`engine/src/hunt/mod.rs`, `scripts/pimcomp-patches/*.patch`, \
                 `fuzz/artifacts/conv_lowering/crash-<sha1>`, `hunt-out/findings/`, `--out DIR`, \
-                `src/engine/mod.rs:74-80`, `src/tensors.cpp:124-202` (the PUMA compiler's), \
+                `engine/src/hunt/mod.rs:74-80`, `src/tensors.cpp:124-202` (the PUMA compiler's), \
                 `pimdiff::engine::run_hunt`, `pimdiff::engine::Target`, \
                 `pimdiff::cli::exit_codes::CONTRACT`, `pimdiff_input::read`, \
                 [the ISA](isa.md#machine), [home](https://example.org), \

@@ -12,8 +12,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use pimdiff::engine::{run_hunt, HuntConfig, HuntControl, Limit, MinimizeConfig, Shard};
-use pimdiff::finding::merge::{merge, MergeError};
-use pimdiff::finding::{render_summary, HuntSummary, Kind, Verdict};
+use pimdiff::finding::{Kind, Verdict};
+use pimdiff::summary::merge::{merge, MergeError};
+use pimdiff::summary::{render_summary, HuntSummary};
 use pimdiff::targets::pimcomp_nn::case::CaseContext;
 use pimdiff::targets::pimcomp_nn::compile::{CompilerSetup, Pipeline};
 use pimdiff::targets::pimcomp_nn::network::NetConfig;

@@ -11,7 +11,7 @@ use std::time::Duration;
 use pimdiff::coverage::{CoverageError, CoverageRun, Totals};
 use pimdiff::engine::Edges;
 use pimdiff::engine::{HuntConfig, HuntSummary, Target};
-use pimdiff::finding::render_summary;
+use pimdiff::summary::render_summary;
 use pimdiff::targets::puma::case::CaseContext;
 use pimdiff::targets::puma::check::CheckOptions;
 use pimdiff::targets::puma::compile::{PumaSetup, VENDORED};

@@ -23,17 +23,8 @@ use syn::visit::Visit;
 /// The longest function (signature to closing brace) allowed outside tests.
 const MAX_FN_LINES: usize = 120;
 
-/// The folders whose `.rs` files are library or binary code (not tests, benches or examples).
-const SOURCE_ROOTS: [&str; 8] = [
-    "src",
-    "compiler/src",
-    "isa-interp/src",
-    "puma-machine/src",
-    "oracle/src",
-    "input/src",
-    "atomic/src",
-    "fuzz/fuzz_targets",
-];
+/// The fuzz crate is its own workspace (`exclude`d from the root one); its targets are code too.
+const FUZZ_TARGETS: &str = "fuzz/fuzz_targets";
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -64,10 +55,51 @@ fn files_under(dir: &str, exts: &[&str]) -> Vec<String> {
     out
 }
 
+/// The folders of the workspace's members (`"."` is the root package), read from the root
+/// `Cargo.toml`: a new crate is covered by every check here the moment it joins the workspace.
+fn workspace_members() -> Vec<String> {
+    let manifest = fs::read_to_string(root().join("Cargo.toml")).expect("Cargo.toml is readable");
+    let start = manifest
+        .find("members = [")
+        .expect("the workspace lists its members");
+    let list = &manifest[start + "members = [".len()..];
+    let list = &list[..list.find(']').expect("the members list ends")];
+    list.split(',')
+        .map(|m| m.trim().trim_matches('"').to_string())
+        .filter(|m| !m.is_empty())
+        .collect()
+}
+
+/// Every file of code that is not a test: each member's `src/`, `benches/`, `examples/` and
+/// `build.rs`, and the fuzz targets.
 fn source_files() -> Vec<String> {
-    SOURCE_ROOTS
-        .iter()
-        .flat_map(|r| files_under(r, &[".rs"]))
+    let mut files = Vec::new();
+    for member in workspace_members() {
+        let at = |p: &str| {
+            if member == "." {
+                p.to_string()
+            } else {
+                format!("{member}/{p}")
+            }
+        };
+        for dir in ["src", "benches", "examples"] {
+            files.extend(files_under(&at(dir), &[".rs"]));
+        }
+        if root().join(at("build.rs")).is_file() {
+            files.push(at("build.rs"));
+        }
+    }
+    files.extend(files_under(FUZZ_TARGETS, &[".rs"]));
+    files.sort();
+    files
+}
+
+/// Non-test code only (what the function-length and opcode rules govern): the sources without
+/// benches and examples.
+fn library_files() -> Vec<String> {
+    source_files()
+        .into_iter()
+        .filter(|f| !f.contains("benches/") && !f.contains("examples/"))
         .collect()
 }
 
@@ -164,7 +196,7 @@ impl<'ast> Visit<'ast> for LongFunctions {
 #[test]
 fn no_function_in_non_test_code_is_longer_than_120_lines() {
     let mut long = Vec::new();
-    for file in source_files() {
+    for file in library_files() {
         let text = fs::read_to_string(root().join(&file)).expect("source is readable");
         let ast = syn::parse_file(&text).unwrap_or_else(|e| panic!("{file}: {e}"));
         let mut v = LongFunctions {
@@ -184,26 +216,18 @@ fn no_function_in_non_test_code_is_longer_than_120_lines() {
 /// Files a user reads or builds: sources, benches, tests, scripts and documents.
 fn committed_text_files() -> Vec<String> {
     let exts = [".rs", ".md", ".sh", ".py", ".toml", ".yml"];
-    let mut files: Vec<String> = [
-        "src",
-        "compiler",
-        "isa-interp",
-        "puma-machine",
-        "oracle",
-        "input",
-        "atomic",
-        "fuzz",
-        "tests",
-        "benches",
-        "scripts",
-        "docs",
-        "corpus",
-        ".ci",
-        ".github",
-    ]
-    .iter()
-    .flat_map(|d| files_under(d, &exts))
-    .collect();
+    let mut dirs: Vec<String> = workspace_members()
+        .into_iter()
+        .filter(|m| m != ".")
+        .collect();
+    dirs.extend(
+        [
+            "src", "fuzz", "tests", "benches", "scripts", "docs", "corpus", "python", ".ci",
+            ".github",
+        ]
+        .map(String::from),
+    );
+    let mut files: Vec<String> = dirs.iter().flat_map(|d| files_under(d, &exts)).collect();
     files.extend(
         ["README.md", "ARCHITECTURE.md", "Cargo.toml"]
             .iter()
@@ -455,7 +479,7 @@ fn no_opcode_is_named_in_more_than_three_files() {
         .iter()
         .map(|row| BTreeMap::from([(TABLE.to_string(), row.line)]))
         .collect();
-    for file in source_files() {
+    for file in library_files() {
         let text = fs::read_to_string(root().join(&file)).expect("source is readable");
         for (k, line) in opcode_names_in(&file, &text, &rows) {
             let first = files[k].entry(file.clone()).or_insert(line);

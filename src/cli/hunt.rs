@@ -33,7 +33,8 @@ use crate::engine::{
     load_corpus, render_summary, run_guided_hunt, run_hunt, Guidance, GuidedTarget, HuntConfig,
     HuntControl, Limit, Shard,
 };
-use crate::finding::{HuntSummary, Kind};
+use crate::finding::Kind;
+use crate::summary::HuntSummary;
 use crate::targets::pimcomp_nn::case::CaseContext;
 use crate::targets::pimcomp_nn::compile::{CompilerSetup, Pipeline, ZeroedMemory};
 use crate::targets::pimcomp_nn::network::NetConfig;

@@ -1,6 +1,6 @@
 //! `pimdiff merge OUT... --out MERGED`: join the outputs of several hunts of one target (the
 //! shards of a hunt, several nights, earlier merges) into one, each finding once
-//! ([`crate::finding::merge`]). Prints the merged summary like a hunt does.
+//! ([`crate::summary::merge`]). Prints the merged summary like a hunt does.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -8,8 +8,8 @@ use std::process::ExitCode;
 use anyhow::Context;
 
 use super::exit_codes::{exit_with, help, EXIT_FINDING, EXIT_NO_VERDICT, EXIT_OK};
-use crate::finding::merge::merge;
-use crate::finding::{render_summary, SUMMARY_MD};
+use crate::summary::merge::merge;
+use crate::summary::{render_summary, SUMMARY_MD};
 
 #[derive(clap::Args, Debug)]
 #[command(after_help = help(

@@ -1,0 +1,152 @@
+//! An external compiler under test: any command that reads a case directory and writes a
+//! bundle directory (`--compiler-cmd 'mycc {case} {out}'`).
+//!
+//! The contract, exactly:
+//!
+//! * The harness writes the case to a fresh temporary directory (in [`super::scratch_dir`],
+//!   a RAM file system when there is one; `case-format.md`, with
+//!   `expected.npy` left out so the compiler cannot copy the answer) and creates an empty
+//!   bundle directory beside it.
+//! * The command line is run by `sh -c`, after replacing every `{case}` with the case
+//!   directory and every `{out}` with the bundle directory, each single-quoted for the shell
+//!   (so paths with spaces or quotes are safe, and the rest of the line keeps shell syntax:
+//!   pipes, `&&`, environment assignments). A command with neither placeholder gets
+//!   `{case} {out}` appended as its last two arguments. It runs through [`crate::process`]: in
+//!   its own process group, in the harness's working directory, with standard input closed.
+//! * Exit status 0: the bundle directory must hold a bundle (`Bundle::read_dir`); a bundle that
+//!   cannot be read is a `compile-error` naming the file at fault.
+//! * Exit status [`UNSUPPORTED_EXIT_CODE`] (3): the compiler declines the case —
+//!   `unsupported`, with the last non-empty line of its standard error (else standard output)
+//!   as the reason. Not a finding by itself; a reason of the form `… N needed, M available`
+//!   is a [`Claim`] the checker holds against the case.
+//! * Any other exit status, or death by a signal: `compile-error`, with the tail of standard
+//!   error.
+//! * Still running after the timeout: the whole process group is killed and the outcome is a
+//!   `timeout` finding (a hang of the compiler under test is a bug). Failing to create the
+//!   temporary directories or to start `sh` is `poisoned` (a failure of the set-up, not a
+//!   verdict).
+//!
+//! The temporary directories are removed afterwards, whatever happened.
+
+use std::fs;
+use std::path::Path;
+use std::time::Duration;
+
+use pimdiff_isa::bundle::Bundle;
+use pimdiff_oracle::Case;
+
+use super::{Claim, CompileFailure};
+use pimdiff_engine::process::{Invocation, Limits, Status};
+
+/// The exit status by which an external compiler declines a case.
+pub const UNSUPPORTED_EXIT_CODE: i32 = 3;
+
+/// How many bytes of standard error a compile error keeps (its tail).
+const STDERR_TAIL_BYTES: usize = 2000;
+
+/// Runs `command` on `case` and reads the bundle it writes; failures are outcomes.
+pub fn compile_external(
+    case: &Case,
+    command: &str,
+    timeout: Duration,
+) -> Result<Bundle, CompileFailure> {
+    let invocation = Invocation::new_in("sh", "pimdiff-ext-", &super::scratch_dir())
+        .map_err(|e| poisoned(e.to_string()))?;
+    let case_dir = invocation.dir().join("case");
+    let out_dir = invocation.dir().join("bundle");
+    for dir in [&case_dir, &out_dir] {
+        fs::create_dir(dir).map_err(|e| {
+            poisoned(format!(
+                "cannot create the directory {}: {e}",
+                dir.display()
+            ))
+        })?;
+    }
+    super::write_scratch_case(case, &case_dir).map_err(|e| {
+        poisoned(format!(
+            "cannot write the case for the external compiler: {e}"
+        ))
+    })?;
+    let line = command_line(command, &case_dir, &out_dir);
+    let run = invocation
+        .args(["-c", &line])
+        .in_harness_dir()
+        .limits(Limits::new(timeout))
+        .run()
+        .map_err(|e| poisoned(format!("cannot run `sh -c {line}`: {e}")))?;
+    let (stdout, stderr) = (&run.stdout.bytes, &run.stderr.bytes);
+    match run.status {
+        Status::TimedOut => Err(CompileFailure::TimedOut { limit: timeout }),
+        Status::Exited { code: 0 } => {
+            Bundle::read_dir(&out_dir).map_err(|e| CompileFailure::Failed {
+                message: format!(
+                    "the external compiler wrote a broken bundle: {}",
+                    strip_dir(&e.to_string(), &out_dir)
+                ),
+            })
+        }
+        Status::Exited {
+            code: UNSUPPORTED_EXIT_CODE,
+        } => {
+            let reason = last_line(stderr)
+                .or_else(|| last_line(stdout))
+                .unwrap_or_else(|| "(no reason given)".into());
+            let claim = Claim::from_reason(&reason);
+            Err(CompileFailure::Unsupported { reason, claim })
+        }
+        status => {
+            let tail = tail(stderr);
+            let message = if tail.trim().is_empty() {
+                format!("the external compiler failed ({status})")
+            } else {
+                format!(
+                    "the external compiler failed ({status}): {}",
+                    tail.trim_end()
+                )
+            };
+            Err(CompileFailure::Failed { message })
+        }
+    }
+}
+
+fn poisoned(reason: String) -> CompileFailure {
+    CompileFailure::Poisoned { reason }
+}
+
+/// Shows paths inside the bundle directory relative to it (`bundle/io.json`), so that messages
+/// (and signatures) do not depend on the temporary directory's name.
+pub(super) fn strip_dir(message: &str, out_dir: &Path) -> String {
+    let prefix = format!("{}/", out_dir.display());
+    message.replace(&prefix, "bundle/")
+}
+
+/// The command with `{case}` and `{out}` replaced by single-quoted paths (appended when the
+/// command names neither).
+pub fn command_line(command: &str, case_dir: &Path, out_dir: &Path) -> String {
+    let case = shell_quote(&case_dir.to_string_lossy());
+    let out = shell_quote(&out_dir.to_string_lossy());
+    if command.contains("{case}") || command.contains("{out}") {
+        command.replace("{case}", &case).replace("{out}", &out)
+    } else {
+        format!("{command} {case} {out}")
+    }
+}
+
+/// `'text'` with every `'` written as `'\''`: one shell word, taken literally.
+pub fn shell_quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', r"'\''"))
+}
+
+fn tail(bytes: &[u8]) -> String {
+    let start = bytes.len().saturating_sub(STDERR_TAIL_BYTES);
+    String::from_utf8_lossy(&bytes[start..]).into_owned()
+}
+
+fn last_line(bytes: &[u8]) -> Option<String> {
+    String::from_utf8_lossy(bytes)
+        .lines()
+        .rev()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .map(str::to_string)
+}
