@@ -18,6 +18,8 @@
 
 #[cfg(feature = "cli")]
 pub mod cli;
+#[cfg(feature = "cli")]
+pub mod registry;
 
 pub use pimdiff_engine::hunt as engine;
 pub use pimdiff_engine::{coverage, finding, plan, process, summary};

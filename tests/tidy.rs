@@ -1,5 +1,8 @@
 //! Tidy checks: the rules of ARCHITECTURE.md that a reviewer would otherwise have to remember.
 //!
+//! * The crates are layers: the engine depends on no target, no ISA and not the CLI; every
+//!   target crate depends on the engine and on no other target; the machines depend on neither
+//!   the engine nor the compiler (read from each member's `Cargo.toml`).
 //! * The code map cannot go stale: every source file of the workspace's crates is named in
 //!   ARCHITECTURE.md by its path, and every path it names exists.
 //! * No function in non-test code is longer than [`MAX_FN_LINES`] lines (read with `syn`, so
@@ -9,8 +12,8 @@
 //! * The fuzz crate's committed `fuzz/Cargo.lock` builds the fuzz targets on the dependency
 //!   versions the tests run on: every package it shares with the root `Cargo.lock` has a
 //!   version the root lock has.
-//! * The PIMSim instruction set stays one table: no opcode is named in more than
-//!   [`MAX_FILES_PER_OPCODE`] non-test source files.
+//! * The PIMSim instruction set stays one table: no opcode is spelled in more than
+//!   [`MAX_PLACES_PER_OPCODE`] places of non-test code.
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -263,11 +266,12 @@ fn sources_and_documents_cite_nothing_outside_the_repository() {
     );
 }
 
-/// Most non-test source files that may name one PIMSim opcode: its row of the instruction table
-/// (`isa-interp/src/inst.rs`), its semantics in the interpreter, and one other place that must
-/// list it. Everything else reads what it needs from the table (categories, mnemonics, operand
-/// kinds) or from the ISA crate's methods.
-const MAX_FILES_PER_OPCODE: usize = 3;
+/// Most places (lines) of non-test code that may spell one PIMSim opcode: its row of the
+/// instruction table (`isa-interp/src/inst.rs`), its semantics in the interpreter, and one more
+/// (the declaration of its sub-op variant, for the opcodes that share an `Inst` shape).
+/// Everything else reads what it needs from the table (categories, mnemonics, operand kinds)
+/// or from the ISA crate's methods.
+const MAX_PLACES_PER_OPCODE: usize = 3;
 
 /// The file that holds the instruction table.
 const TABLE: &str = "isa-interp/src/inst.rs";
@@ -470,32 +474,55 @@ fn opcode_names_count_lists_not_single_instructions() {
     assert_eq!(found, [("Lmv".to_string(), 3), ("Ld".to_string(), 3)]);
 }
 
+/// The line of each variant of the table's sub-op enums (`MemOp::Lmv` is declared once, in
+/// `enum MemOp`): `(enum, variant) -> line`.
+fn sub_op_declarations() -> BTreeMap<(String, String), usize> {
+    let text = fs::read_to_string(root().join(TABLE)).expect("inst.rs is readable");
+    let ast = syn::parse_file(&text).unwrap_or_else(|e| panic!("{TABLE}: {e}"));
+    let mut out = BTreeMap::new();
+    for item in &ast.items {
+        if let syn::Item::Enum(e) = item {
+            for v in &e.variants {
+                out.insert(
+                    (e.ident.to_string(), v.ident.to_string()),
+                    v.ident.span().start().line,
+                );
+            }
+        }
+    }
+    out
+}
+
 #[test]
-fn no_opcode_is_named_in_more_than_three_files() {
+fn no_opcode_is_named_in_more_than_three_places() {
     let rows = instruction_table();
-    // Per opcode, the files that name it and the first line they do; its row is one (the
-    // table's own rows spell sub-ops as `op:` fields, which the scan leaves out).
-    let mut files: Vec<BTreeMap<String, usize>> = rows
+    let declared = sub_op_declarations();
+    // Per opcode, the places (file and line) that spell it outside tests: its row, the
+    // declaration of its sub-op variant (when its row selects one), and every line that names
+    // `Opcode::X` or its sub-op path as a list of opcodes (a match arm, a comparison).
+    let mut places: Vec<BTreeMap<String, usize>> = rows
         .iter()
-        .map(|row| BTreeMap::from([(TABLE.to_string(), row.line)]))
+        .map(|row| {
+            let mut p = BTreeMap::from([(format!("{TABLE}:{}", row.line), row.line)]);
+            if let Some(line) = row.sub_op.as_ref().and_then(|s| declared.get(s)) {
+                p.insert(format!("{TABLE}:{line}"), *line);
+            }
+            p
+        })
         .collect();
     for file in library_files() {
         let text = fs::read_to_string(root().join(&file)).expect("source is readable");
         for (k, line) in opcode_names_in(&file, &text, &rows) {
-            let first = files[k].entry(file.clone()).or_insert(line);
-            *first = (*first).min(line);
+            places[k].insert(format!("{file}:{line}"), line);
         }
     }
     let over: Vec<String> = rows
         .iter()
-        .zip(&files)
-        .filter(|(_, f)| f.len() > MAX_FILES_PER_OPCODE)
-        .map(|(row, f)| {
-            let places: Vec<String> = f
-                .iter()
-                .map(|(file, line)| format!("{file}:{line}"))
-                .collect();
-            format!("{} in {} files: {}", row.opcode, f.len(), places.join(", "))
+        .zip(&places)
+        .filter(|(_, p)| p.len() > MAX_PLACES_PER_OPCODE)
+        .map(|(row, p)| {
+            let at: Vec<&str> = p.keys().map(String::as_str).collect();
+            format!("{} in {} places: {}", row.opcode, p.len(), at.join(", "))
         })
         .collect();
     assert!(
@@ -540,4 +567,82 @@ fn the_fuzz_lock_file_has_the_roots_versions() {
          from the root's: cp Cargo.lock fuzz/ && (cd fuzz && cargo +nightly fuzz build)"
     );
     assert!(fuzz_lock.iter().any(|(n, _)| n == "libfuzzer-sys"));
+}
+
+/// The workspace crates a member depends on (`[dependencies]` and
+/// `[target.….dependencies]`, not dev- or build-dependencies), by package name.
+fn workspace_dependencies(member: &str) -> (String, Vec<String>) {
+    let manifest = fs::read_to_string(root().join(member).join("Cargo.toml"))
+        .unwrap_or_else(|e| panic!("{member}/Cargo.toml: {e}"));
+    let mut name = String::new();
+    let mut deps = Vec::new();
+    let mut section = String::new();
+    for line in manifest.lines().map(str::trim) {
+        if line.starts_with('[') {
+            section = line.to_string();
+            continue;
+        }
+        if section == "[package]" {
+            if let Some(n) = line.strip_prefix("name = ") {
+                name = n.trim_matches('"').to_string();
+            }
+        }
+        let runtime = section == "[dependencies]"
+            || (section.starts_with("[target.") && section.ends_with(".dependencies]"));
+        if runtime && line.starts_with("pimdiff") {
+            let dep = line.split(['=', '.', ' ']).next().unwrap_or_default();
+            deps.push(dep.to_string());
+        }
+    }
+    (name, deps)
+}
+
+#[test]
+fn the_crates_are_layers_whose_arrows_point_down() {
+    let crates: BTreeMap<String, Vec<String>> = workspace_members()
+        .iter()
+        .map(|m| workspace_dependencies(m))
+        .collect();
+    let deps = |krate: &str| {
+        crates
+            .get(krate)
+            .unwrap_or_else(|| panic!("no crate {krate}"))
+    };
+    let targets: Vec<&String> = crates
+        .keys()
+        .filter(|k| k.starts_with("pimdiff-target-"))
+        .collect();
+    assert!(targets.len() >= 3, "the target crates: {targets:?}");
+    let mut wrong = Vec::new();
+    for d in deps("pimdiff-engine") {
+        if !["pimdiff-atomic", "pimdiff-input"].contains(&d.as_str()) {
+            wrong.push(format!(
+                "pimdiff-engine depends on {d}: the engine knows no compiler"
+            ));
+        }
+    }
+    for t in &targets {
+        let d = deps(t);
+        if !d.iter().any(|d| d == "pimdiff-engine") {
+            wrong.push(format!("{t} does not depend on pimdiff-engine"));
+        }
+        for other in d
+            .iter()
+            .filter(|d| d.starts_with("pimdiff-target-") || *d == "pimdiff")
+        {
+            wrong.push(format!(
+                "{t} depends on {other}: a target stands on the engine alone"
+            ));
+        }
+    }
+    for machine in ["pimdiff-isa", "pimdiff-puma"] {
+        for d in deps(machine) {
+            if d != "pimdiff-input" {
+                wrong.push(format!(
+                    "{machine} depends on {d}: a machine knows only its ISA"
+                ));
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }

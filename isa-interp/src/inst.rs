@@ -118,55 +118,79 @@ impl Offset {
     }
 }
 
-/// Scalar register-register ops: `rd = rs1 op rs2`, wrapping ([`ScalarOp::apply`], with the
-/// interpreter's semantics).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum ScalarOp {
-    Add,
-    Sub,
-    Mul,
-}
+/// Declares the sub-op enums ([`ScalarOp`], [`ScalarImmOp`], [`BinVecOp`], [`UnVecOp`],
+/// [`MemOp`]): one variant per row of [`for_each_inst!`] that selects it (`[op: MemOp::Lmv]`),
+/// in row order. An opcode that shares its `Inst` shape with others is then spelled in its row
+/// and nowhere else in this file.
+macro_rules! define_sub_ops {
+    // Done: the five enums, each with the variants collected for it.
+    (@rows [$($s:ident)*] [$($si:ident)*] [$($b:ident)*] [$($u:ident)*] [$($m:ident)*]) => {
+        /// Scalar register-register ops: `rd = rs1 op rs2`, wrapping ([`ScalarOp::apply`], with
+        /// the interpreter's semantics).
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub enum ScalarOp { $($s,)* }
 
-/// Scalar register-immediate ops: `rd = rs1 op imm`, wrapping ([`ScalarImmOp::apply`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum ScalarImmOp {
-    Add,
-    Mul,
-}
+        /// Scalar register-immediate ops: `rd = rs1 op imm`, wrapping ([`ScalarImmOp::apply`]).
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub enum ScalarImmOp { $($si,)* }
 
-/// Vector ops with two vector sources (`rd, rs1, rs2, len, offset`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum BinVecOp {
-    Vvadd,
-    Vvsub,
-    Vvmul,
-    Vvdmul,
-    Vvmax,
-    Vvsll,
-    Vvsra,
-    /// `rs2` holds the upper bound (a value, not an address).
-    Vrsu,
-    /// `rs2` holds the lower bound (a value, not an address).
-    Vrsl,
-}
+        /// Vector ops with two vector sources (`rd, rs1, rs2, len, offset`); `vrsu` and `vrsl`
+        /// read a bound (a value, not an address) from `rs2`.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub enum BinVecOp { $($b,)* }
 
-/// Vector ops with one vector source (`rd, rs1, len, offset`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum UnVecOp {
-    Vrelu,
-    Vtanh,
-    Vsigm,
-}
+        /// Vector ops with one vector source (`rd, rs1, len, offset`).
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub enum UnVecOp { $($u,)* }
 
-/// Local/global memory transfer ops (`rd, rs1, size, offset`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum MemOp {
-    /// GMem → LMem.
-    Ld,
-    /// LMem → GMem.
-    St,
-    /// LMem → LMem (overlap is a fault).
-    Lmv,
+        /// Memory transfer ops (`rd, rs1, size, offset`): `ld` GMem → LMem, `st` LMem → GMem,
+        /// `lmv` LMem → LMem (overlap is a fault).
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub enum MemOp { $($m,)* }
+    };
+    (@rows [$($s:ident)*] $si:tt $b:tt $u:tt $m:tt
+        $op:ident $mn:literal [$($al:literal),*] $cat:ident $(($r:literal))? $var:ident
+        [op: ScalarOp::$v:ident] {$($f:tt)*}; $($rest:tt)*) => {
+        define_sub_ops!(@rows [$($s)* $v] $si $b $u $m $($rest)*);
+    };
+    (@rows $s:tt [$($si:ident)*] $b:tt $u:tt $m:tt
+        $op:ident $mn:literal [$($al:literal),*] $cat:ident $(($r:literal))? $var:ident
+        [op: ScalarImmOp::$v:ident] {$($f:tt)*}; $($rest:tt)*) => {
+        define_sub_ops!(@rows $s [$($si)* $v] $b $u $m $($rest)*);
+    };
+    (@rows $s:tt $si:tt [$($b:ident)*] $u:tt $m:tt
+        $op:ident $mn:literal [$($al:literal),*] $cat:ident $(($r:literal))? $var:ident
+        [op: BinVecOp::$v:ident] {$($f:tt)*}; $($rest:tt)*) => {
+        define_sub_ops!(@rows $s $si [$($b)* $v] $u $m $($rest)*);
+    };
+    (@rows $s:tt $si:tt $b:tt [$($u:ident)*] $m:tt
+        $op:ident $mn:literal [$($al:literal),*] $cat:ident $(($r:literal))? $var:ident
+        [op: UnVecOp::$v:ident] {$($f:tt)*}; $($rest:tt)*) => {
+        define_sub_ops!(@rows $s $si $b [$($u)* $v] $m $($rest)*);
+    };
+    (@rows $s:tt $si:tt $b:tt $u:tt [$($m:ident)*]
+        $op:ident $mn:literal [$($al:literal),*] $cat:ident $(($r:literal))? $var:ident
+        [op: MemOp::$v:ident] {$($f:tt)*}; $($rest:tt)*) => {
+        define_sub_ops!(@rows $s $si $b $u [$($m)* $v] $($rest)*);
+    };
+    // A row of a shape of its own.
+    (@rows $s:tt $si:tt $b:tt $u:tt $m:tt
+        $op:ident $mn:literal [$($al:literal),*] $cat:ident $(($r:literal))? $var:ident
+        [] {$($f:tt)*}; $($rest:tt)*) => {
+        define_sub_ops!(@rows $s $si $b $u $m $($rest)*);
+    };
+    ($($rows:tt)*) => {
+        define_sub_ops!(@rows [] [] [] [] [] $($rows)*);
+    };
+}
+for_each_inst!(define_sub_ops);
+
+impl BinVecOp {
+    /// Whether `rs2` holds a bound (a value), not the address of a second vector: `vrsu` and
+    /// `vrsl`, whose offset therefore has no `rs2` select bit to apply.
+    pub fn reads_bound(self) -> bool {
+        matches!(self, BinVecOp::Vrsu | BinVecOp::Vrsl)
+    }
 }
 
 /// The global-memory side of an `ld` or `st` ([`Inst::gmem_transfer`]).

@@ -26,7 +26,7 @@
 //! The integer ALU (`alu_int`, `beq`) works on plain integers with Python 2's semantics:
 //! `div` floors, `mod` takes the divisor's sign.
 
-use crate::isa::{AluOp, IntOp};
+use crate::values::{AluOp, IntOp};
 
 /// Why an ALU operation has no result.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]

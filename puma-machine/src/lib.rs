@@ -22,7 +22,9 @@ pub mod isa;
 pub mod machine;
 pub mod model;
 mod operand;
+pub mod values;
 
-pub use isa::{AluOp, CoreInst, CoreOpcode, IntOp, Mask, Real, TileInst, TileOpcode};
+pub use isa::{CoreInst, CoreOpcode, TileInst, TileOpcode};
 pub use machine::{Machine, MachineOptions, Quirks, RunOutcome};
 pub use model::{Core, Model, Tile, Weights};
+pub use values::{AluOp, IntOp, Mask, Real};

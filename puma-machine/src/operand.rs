@@ -27,7 +27,7 @@ use std::fmt::Write;
 use crate::arch::{MAX_LOAD_STORE_WIDTH, MAX_SEND_WIDTH, MVMUS_PER_CORE};
 use crate::formats::call::Value;
 use crate::formats::error::ValueProblem;
-use crate::isa::{AluOp, IntOp, Mask, Real};
+use crate::values::{AluOp, IntOp, Mask, Real};
 
 fn integer(v: &Value, min: i64, max: i64) -> Result<i64, ValueProblem> {
     match *v {

@@ -26,11 +26,11 @@ use anyhow::Context;
 use pimdiff_compiler::{compile, emit, CompileError, CompileOptions, Lowering, Reduction, Stage};
 
 use super::exit_codes::help;
-use super::repro::parse_bug;
 use super::{exit, EXIT_BAD_INPUT, EXIT_FINDING, EXIT_OK, EXIT_UNSUPPORTED};
 use crate::compilers::injected::BugClass;
 use crate::compilers::serve::{Request, Said, PROTOCOL_VERSION};
 use crate::compilers::{CompileFailure, CompilerUnderTest};
+use crate::registry::flags::parse_bug;
 
 /// The longest request line `--serve` reads, in bytes (a request names two paths).
 const REQUEST_LINE_LIMIT: u64 = 64 << 10;

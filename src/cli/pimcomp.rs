@@ -18,6 +18,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use crate::finding::Verdict;
+use crate::registry::flags::parse_schedule;
 use crate::targets::pimcomp_nn::check::{
     self as pimcomp, report, Checked, Control, Options, Status,
 };
@@ -132,8 +133,4 @@ fn cross_main(first: &Options, second: &Options, out: Option<&Path>) -> anyhow::
     } else {
         verdict(&pair.batch.1).and(verdict(&pair.element.1))
     }))
-}
-
-fn parse_schedule(s: &str) -> anyhow::Result<Schedule> {
-    s.parse().map_err(|e: String| anyhow::anyhow!(e))
 }

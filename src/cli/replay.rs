@@ -13,10 +13,10 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use crate::cli::exit_codes::help;
-use crate::cli::repro::CompilerArgs;
 use crate::cli::{exit, exit_with, EXIT_BAD_INPUT, EXIT_FINDING, EXIT_NO_VERDICT, EXIT_OK};
 use crate::corpus::{replay_with_lowering, ReplayRow};
 use crate::finding::{is_unjudged, Verdict};
+use crate::registry::tensor::CompilerArgs;
 
 #[derive(clap::Args, Debug)]
 #[command(after_help = help(

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
+use crate::registry::flags::parse_schedule;
 use anyhow::{bail, Context};
 use pimdiff_isa::machine::{CellFill, Machine, MachineOptions, RunOutcome, Schedule, Stats, Trace};
 use pimdiff_isa::xbar::read_export_dir;
@@ -315,10 +316,6 @@ fn parse_seeded(s: &str, what: &str) -> anyhow::Result<u64> {
         bail!("expected {what} or random:SEED, got `{s}`")
     };
     seed.parse().with_context(|| format!("bad seed `{seed}`"))
-}
-
-fn parse_schedule(s: &str) -> anyhow::Result<Schedule> {
-    s.parse().map_err(|e: String| anyhow::anyhow!(e))
 }
 
 fn parse_cells(s: &str) -> anyhow::Result<CellFill> {

@@ -36,7 +36,7 @@ use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 
 use super::panic;
-use super::shrink::panic_observation;
+use super::target::panic_observation;
 use super::target::{Observation, Target};
 use super::watchdog::StageClock;
 use crate::coverage::Edges;

@@ -171,7 +171,7 @@ fn run_sweep<T: Target>(
             let case = c.case(k);
             match panic::catch(|| c.target.observe(&c.target.run(&case, stage_clock))) {
                 Ok(o) => o,
-                Err(p) => shrink::panic_observation(&p),
+                Err(p) => target::panic_observation(&p),
             }
         }),
     };

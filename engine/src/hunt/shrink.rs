@@ -9,7 +9,7 @@
 //! candidates is kept. Passes repeat until one round keeps nothing (a fixpoint) or the budget
 //! runs out; a pass that restarts and ends without keeping anything has just tried every
 //! candidate of the current case, and is not tried again until another pass changes it.
-//! [`minimize`] is the default triage of a target: shrink while a run still shows the
+//! The default triage of a target (`target::minimize`) shrinks with it while a run still shows the
 //! finding's signature.
 //!
 //! Deterministic: the same case, passes and predicate give the same steps and the same
@@ -18,12 +18,6 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
-
-use super::grouping::Cause;
-use super::panic;
-use super::target::{Budget, Observation, Target, Triaged};
-use super::watchdog::StageClock;
-use crate::finding::{abstract_message, Kind, MinimizationStats, Signature};
 
 /// The budget of each finding's minimization in a hunt (`--minimize-time`, and a run cap).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -155,79 +149,6 @@ pub fn shrink<C: Clone, P: Copy>(
     }
 }
 
-/// Runs `case` on `target` and observes it; a panic of the target is a `crash` observation
-/// (see [`panic_observation`]).
-pub fn observe_case<T: Target>(target: &T, case: &T::Case) -> Observation {
-    match panic::catch(|| target.observe(&target.run(case, &StageClock::new()))) {
-        Ok(o) => o,
-        Err(p) => panic_observation(&p),
-    }
-}
-
-/// The observation of a panic that escaped a target: a `crash` signed with the abstracted
-/// message and the place it happened, so the same panic on different cases is one finding.
-pub fn panic_observation(p: &panic::Panic) -> Observation {
-    let mut detail = format!("panic: {}", abstract_message(&p.message));
-    if let Some(at) = &p.location {
-        detail.push_str(&format!(" at {at}"));
-    }
-    Observation::finding(Signature::new(Kind::Crash, detail))
-}
-
-/// The default triage of a target (`Target::triage`): shrinks `case` while a run still shows
-/// the cause's signature, then takes the evidence of the smallest case.
-pub fn minimize<T: Target>(
-    target: &T,
-    case: &T::Case,
-    cause: &Cause,
-    budget: &Budget,
-    cancel: &AtomicBool,
-) -> Triaged<T> {
-    let signature = &cause.signature;
-    let passes: Vec<usize> = (0..target.passes()).collect();
-    let shrunk = shrink(
-        case,
-        &passes,
-        |pass, c| target.candidates(pass, c),
-        &ShrinkOptions {
-            max_steps: usize::try_from(budget.max_runs).unwrap_or(usize::MAX),
-            deadline: budget.deadline,
-            resume: false,
-        },
-        cancel,
-        |c| observe_case(target, c).signatures.contains(signature),
-    );
-    let run = panic::catch(|| target.run(&shrunk.case, &StageClock::new())).ok();
-    let evidence = target.evidence(&shrunk.case, run, signature);
-    Triaged::of_shrunk(target, case, shrunk, cause.clone(), evidence)
-}
-
-impl<T: Target> Triaged<T> {
-    /// The triaged case of a minimization of `original` that gave `shrunk`, judged into
-    /// `evidence`: what every target that minimizes with [`shrink`] returns.
-    pub fn of_shrunk(
-        target: &T,
-        original: &T::Case,
-        shrunk: Shrunk<T::Case>,
-        cause: Cause,
-        evidence: T::Evidence,
-    ) -> Triaged<T> {
-        Triaged {
-            stats: MinimizationStats {
-                tried: shrunk.tried as u64,
-                kept: shrunk.kept as u64,
-                original_size: target.size(original),
-                minimized_size: target.size(&shrunk.case),
-                cut_short: shrunk.cut_short,
-            },
-            case: shrunk.case,
-            cause,
-            evidence,
-            log: shrunk.log,
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -337,20 +258,5 @@ mod tests {
             keep,
         );
         assert_eq!((s.tried, s.case), (0, vec![1, 2]));
-    }
-
-    #[test]
-    fn a_panic_is_a_crash_signed_by_message_and_place() {
-        let p = panic::Panic {
-            message: "index 12 out of bounds".into(),
-            location: Some("compiler/src/tiling.rs:324".into()),
-        };
-        assert_eq!(
-            panic_observation(&p).signatures,
-            vec![Signature::new(
-                Kind::Crash,
-                "panic: index N out of bounds at compiler/src/tiling.rs:324"
-            )]
-        );
     }
 }

@@ -16,8 +16,10 @@ use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
 use super::grouping::Cause;
+use super::panic;
+use super::shrink::{shrink, ShrinkOptions, Shrunk};
 use super::watchdog::{Stage, StageClock};
-use crate::finding::{FindingMeta, Kind, MinimizationStats, Signature};
+use crate::finding::{abstract_message, FindingMeta, Kind, MinimizationStats, Signature};
 
 /// A compiler under test, as the engine runs it (see the module docs).
 pub trait Target: Send + Sync + 'static {
@@ -72,7 +74,7 @@ pub trait Target: Send + Sync + 'static {
     }
 
     /// Minimizes the representative case of one cause and judges the result. The default
-    /// shrinks while a run still shows the cause's signature (`engine::shrink::minimize`)
+    /// shrinks while a run still shows the cause's signature ([`minimize`])
     /// and takes the evidence of the smallest case.
     fn triage(
         &self,
@@ -84,7 +86,7 @@ pub trait Target: Send + Sync + 'static {
     where
         Self: Sized,
     {
-        super::shrink::minimize(self, case, cause, budget, cancel)
+        minimize(self, case, cause, budget, cancel)
     }
 
     /// The evidence of `case` as a finding of `signature`: `run` is its run, or `None` when it
@@ -202,4 +204,97 @@ pub struct Triaged<T: Target> {
     pub stats: MinimizationStats,
     /// One line per kept reduction, then why it stopped.
     pub log: Vec<String>,
+}
+
+/// Runs `case` on `target` and observes it; a panic of the target is a `crash` observation
+/// (see [`panic_observation`]).
+pub fn observe_case<T: Target>(target: &T, case: &T::Case) -> Observation {
+    match panic::catch(|| target.observe(&target.run(case, &StageClock::new()))) {
+        Ok(o) => o,
+        Err(p) => panic_observation(&p),
+    }
+}
+
+/// The observation of a panic that escaped a target: a `crash` signed with the abstracted
+/// message and the place it happened, so the same panic on different cases is one finding.
+pub fn panic_observation(p: &panic::Panic) -> Observation {
+    let mut detail = format!("panic: {}", abstract_message(&p.message));
+    if let Some(at) = &p.location {
+        detail.push_str(&format!(" at {at}"));
+    }
+    Observation::finding(Signature::new(Kind::Crash, detail))
+}
+
+/// The default triage of a target (`Target::triage`): shrinks `case` while a run still shows
+/// the cause's signature, then takes the evidence of the smallest case.
+pub fn minimize<T: Target>(
+    target: &T,
+    case: &T::Case,
+    cause: &Cause,
+    budget: &Budget,
+    cancel: &AtomicBool,
+) -> Triaged<T> {
+    let signature = &cause.signature;
+    let passes: Vec<usize> = (0..target.passes()).collect();
+    let shrunk = shrink(
+        case,
+        &passes,
+        |pass, c| target.candidates(pass, c),
+        &ShrinkOptions {
+            max_steps: usize::try_from(budget.max_runs).unwrap_or(usize::MAX),
+            deadline: budget.deadline,
+            resume: false,
+        },
+        cancel,
+        |c| observe_case(target, c).signatures.contains(signature),
+    );
+    let run = panic::catch(|| target.run(&shrunk.case, &StageClock::new())).ok();
+    let evidence = target.evidence(&shrunk.case, run, signature);
+    Triaged::of_shrunk(target, case, shrunk, cause.clone(), evidence)
+}
+
+impl<T: Target> Triaged<T> {
+    /// The triaged case of a minimization of `original` that gave `shrunk`, judged into
+    /// `evidence`: what every target that minimizes with [`shrink`] returns.
+    pub fn of_shrunk(
+        target: &T,
+        original: &T::Case,
+        shrunk: Shrunk<T::Case>,
+        cause: Cause,
+        evidence: T::Evidence,
+    ) -> Triaged<T> {
+        Triaged {
+            stats: MinimizationStats {
+                tried: shrunk.tried as u64,
+                kept: shrunk.kept as u64,
+                original_size: target.size(original),
+                minimized_size: target.size(&shrunk.case),
+                cut_short: shrunk.cut_short,
+            },
+            case: shrunk.case,
+            cause,
+            evidence,
+            log: shrunk.log,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_panic_is_a_crash_signed_by_message_and_place() {
+        let p = panic::Panic {
+            message: "index 12 out of bounds".into(),
+            location: Some("compiler/src/tiling.rs:324".into()),
+        };
+        assert_eq!(
+            panic_observation(&p).signatures,
+            vec![Signature::new(
+                Kind::Crash,
+                "panic: index N out of bounds at compiler/src/tiling.rs:324"
+            )]
+        );
+    }
 }

@@ -2,7 +2,8 @@
 //! that flag values the simulator would have treated differently (results beyond its 16-bit
 //! word, crossbar inputs it read as zero).
 
-use crate::isa::{AluOp, CoreOpcode, TileOpcode};
+use crate::isa::{CoreOpcode, TileOpcode};
+use crate::values::AluOp;
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Stats {

@@ -46,16 +46,8 @@ pub(super) fn binary<O: Sink>(
             _ => Ok((a >> b.min(63)) as i128),
         }),
         BinVecOp::Vvdmul => vvdmul(x, ops),
-        BinVecOp::Vrsu | BinVecOp::Vrsl => {
-            let bound = x.r(rs2) as i64;
-            resize_overlap_check(x, &ops)?;
-            let ops = Operands { rs2: None, ..ops };
-            if op == BinVecOp::Vrsu {
-                elementwise(x, ops, ib, ob, |_, a, _| Ok(a.min(bound) as i128))
-            } else {
-                elementwise(x, ops, ib, ob, |_, a, _| Ok(a.max(bound) as i128))
-            }
-        }
+        BinVecOp::Vrsu => clamp(x, ops, rs2, i64::min),
+        BinVecOp::Vrsl => clamp(x, ops, rs2, i64::max),
     }
 }
 
@@ -294,6 +286,21 @@ fn elementwise<O: Sink>(
     }
     x.sh.vals = vals;
     Ok(Step::Done)
+}
+
+/// `vrsu` / `vrsl`: each element of `rs1` bounded by the value in register `rs2` (`limit`
+/// is `min` for an upper bound, `max` for a lower one), written at the output width.
+fn clamp<O: Sink>(
+    x: &mut Exec<'_, O>,
+    ops: Operands,
+    rs2: Reg,
+    limit: fn(i64, i64) -> i64,
+) -> Result<Step, FaultKind> {
+    let bound = x.r(rs2) as i64;
+    resize_overlap_check(x, &ops)?;
+    let (ib, ob) = (x.core.ibiw, x.core.obiw);
+    let ops = Operands { rs2: None, ..ops };
+    elementwise(x, ops, ib, ob, |_, a, _| Ok(limit(a, bound) as i128))
 }
 
 /// `vrsu` / `vrsl`: when the byte width grows, source and destination must not overlap.

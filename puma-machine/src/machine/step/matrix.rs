@@ -10,8 +10,8 @@
 
 use super::{CoreCx, Step};
 use crate::arch::{MVMUS_PER_CORE, MVMU_DIM, XBAR_IN_START, XBAR_OUT_START};
-use crate::isa::Mask;
 use crate::machine::fault::FaultKind;
+use crate::values::Mask;
 
 const DIM: usize = MVMU_DIM as usize;
 

@@ -5,9 +5,9 @@
 use super::{data_memory, CoreCx, Step};
 use crate::arch::DATA_MEM_START;
 use crate::fixed::{self, AluError};
-use crate::isa::{AluOp, IntOp};
 use crate::machine::fault::FaultKind;
 use crate::machine::registers::Registers;
+use crate::values::{AluOp, IntOp};
 
 fn alu_fault(op: AluOp) -> impl Fn(AluError) -> FaultKind {
     move |error| FaultKind::Alu {

@@ -29,7 +29,7 @@
 
 use pimdiff_isa::machine::{DeadlockReport, RunOutcome, WaitingFor};
 
-use super::localize::Localization;
+use super::attempt::Localization;
 use crate::check::outcome::{MismatchWhat, Outcome, Signature};
 pub use pimdiff_engine::hunt::grouping::Cause;
 

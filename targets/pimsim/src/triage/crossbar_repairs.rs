@@ -10,7 +10,7 @@
 //! 1. **transpose** the array's used square block (`cells[a, r, c] ↔ cells[a, c, r]`);
 //! 2. **another array's tile**: the array holds what another array of the same core holds.
 //!
-//! Each edit is judged like an instruction edit (`localize::judge_bundle`): right on the case
+//! Each edit is judged like an instruction edit (`judge::judge_bundle`): right on the case
 //! and on every probe input. Nothing is read from the case, so the search works for any
 //! compiler's layout. Single cells are not edited: "some weight is wrong somewhere" repairs
 //! too many unrelated bugs on a small case (a padding off by one, which places another

@@ -17,8 +17,8 @@
 use pimdiff_isa::bundle::Bundle;
 use pimdiff_isa::{Inst, Opcode};
 
+use super::attempt::{fix_texts, group_numbers, try_edit, Found, Localization};
 use super::judge::{Effect, Failure};
-use super::localize::{fix_texts, group_numbers, try_edit, Found, Localization};
 use super::repairs::{single_edits, sites_of, Edit, Tweak};
 use crate::check::RunConfig;
 

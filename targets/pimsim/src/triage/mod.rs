@@ -28,6 +28,7 @@
 //! are reported (`cut_short`): the wall-clock [`Budget::deadline`] and the `cancel` flag, which
 //! is polled between candidate runs.
 
+mod attempt;
 mod cause;
 mod crossbar_repairs;
 pub mod dossier;
@@ -47,10 +48,12 @@ use std::time::Instant;
 use pimdiff_isa::machine::RunOutcome;
 use pimdiff_oracle::Case;
 
+use self::attempt::{Localization, Rule};
 pub use self::cause::Cause;
 use self::cause::{kind_key, shape, signature_of};
 pub use self::dossier::{judge, Dossier, Explanation, SuspectSource, Suspects};
-use self::localize::{localize, rule_helps, Effect, Failure, Limits, Localization, Rule};
+use self::judge::{Effect, Failure, Limits};
+use self::localize::{localize, rule_helps};
 pub use self::suspect::{Suspect, MAX_SUSPECTS};
 use crate::check::n_version::attributed;
 use crate::check::outcome::{Outcome, Signature};
@@ -505,7 +508,7 @@ fn guard_of(loc: &Localization) -> Guard {
             ..Guard::default()
         };
     }
-    let distinct = |found: Vec<&localize::Found>| {
+    let distinct = |found: Vec<&attempt::Found>| {
         let mut rules: Vec<Rule> = Vec::new();
         for f in found {
             if rules.len() < GUARD_RULES && !rules.contains(&f.rule()) {

@@ -175,7 +175,7 @@ pub(crate) fn tweaks(inst: &Inst, core: u32, ctx: &Context) -> Vec<Tweak> {
         Inst::BinVec { op, offset, .. } => {
             t.extend(ELEMENT_DELTAS.map(Tweak::Len));
             // `vrsu`/`vrsl` read a bound from rs2, not an address: no rs2 offset.
-            let bits: &[u8] = if matches!(op, BinVecOp::Vrsu | BinVecOp::Vrsl) {
+            let bits: &[u8] = if op.reads_bound() {
                 &[1, 2]
             } else {
                 &[1, 2, 4]
@@ -191,10 +191,10 @@ pub(crate) fn tweaks(inst: &Inst, core: u32, ctx: &Context) -> Vec<Tweak> {
             t.extend(ELEMENT_DELTAS.map(Tweak::Offset));
         }
         Inst::Vmv { .. } => t.extend(ELEMENT_DELTAS.map(Tweak::Len)),
-        Inst::Mem { op, offset, .. } => {
+        Inst::Mem { offset, .. } => {
             t.extend(BYTE_DELTAS.map(Tweak::Size));
             offset_tweaks(&mut t, offset, &[1, 2], &BYTE_DELTAS);
-            if op == MemOp::St {
+            if is_store(inst) {
                 t.extend(relu_before_store(ctx));
             }
         }
@@ -228,7 +228,7 @@ pub(crate) fn tweaks(inst: &Inst, core: u32, ctx: &Context) -> Vec<Tweak> {
 fn inserts(tweak: Tweak, inst: &Inst) -> bool {
     match tweak {
         Tweak::Duplicate => true,
-        Tweak::Activation { .. } => matches!(inst, Inst::Mem { op: MemOp::St, .. }),
+        Tweak::Activation { .. } => is_store(inst),
         _ => false,
     }
 }
@@ -525,18 +525,26 @@ pub(crate) fn single_edits(cores: &[Vec<Inst>], groups: &[Vec<u32>]) -> Vec<Edit
     out
 }
 
+/// A store to global memory (`st`): where a missing activation goes before.
+fn is_store(inst: &Inst) -> bool {
+    matches!(inst, Inst::Mem { op: MemOp::St, .. })
+}
+
 /// The opcode-wide missing activations: every `nop` replaced by, and every `st` preceded by,
 /// the `vrelu` of what its next store stores (when there are two or more of them).
 pub(crate) fn activation_edits(cores: &[Vec<Inst>]) -> Vec<Edit> {
     let mut out = Vec::new();
-    for op in [Opcode::Nop, Opcode::St] {
+    let is_nop = |i: &Inst| *i == Inst::Nop;
+    for is_site in [is_nop, is_store] {
         let mut sites = Vec::new();
         let mut per_site = Vec::new();
+        let mut op = None;
         for (c, insts) in cores.iter().enumerate() {
             let stores = next_stores(insts);
             let mut ibiw = Width::W8;
             for (pc, inst) in insts.iter().enumerate() {
-                if inst.opcode() == op {
+                if is_site(inst) {
+                    op = Some(inst.opcode());
                     let ctx = Context {
                         cores: 0,
                         groups: &[],
@@ -554,9 +562,9 @@ pub(crate) fn activation_edits(cores: &[Vec<Inst>]) -> Vec<Edit> {
                 }
             }
         }
-        if sites.len() > 1 {
+        if let (true, Some(opcode)) = (sites.len() > 1, op) {
             out.push(Edit {
-                opcode: op,
+                opcode,
                 tweak: per_site[0],
                 every: true,
                 sites,
@@ -689,7 +697,7 @@ fn next_stores(insts: &[Inst]) -> Vec<Option<Inst>> {
     let mut out = vec![None; insts.len()];
     let mut next = None;
     for (pc, inst) in insts.iter().enumerate().rev() {
-        if matches!(inst, Inst::Mem { op: MemOp::St, .. }) {
+        if is_store(inst) {
             next = Some(*inst);
         }
         out[pc] = next;
@@ -705,7 +713,7 @@ pub(crate) fn class_edits(cores: &[Vec<Inst>]) -> Vec<Edit> {
     let mut order: Vec<Opcode> = Vec::new();
     for inst in cores.iter().flatten() {
         let op = inst.opcode();
-        if !order.contains(&op) && op != Opcode::Sldi && op != Opcode::Nop {
+        if !order.contains(&op) && !matches!(inst, Inst::Sldi { .. } | Inst::Nop) {
             order.push(op);
         }
     }
@@ -765,7 +773,7 @@ fn wait_edits(cores: &[Vec<Inst>]) -> Vec<Edit> {
         }
         for wait in wait_restorations(cores, c as u32) {
             out.push(Edit {
-                opcode: Opcode::Nop,
+                opcode: Inst::Nop.opcode(),
                 tweak: Tweak::Restore(wait),
                 every: true,
                 sites: sites.clone(),
@@ -825,7 +833,7 @@ pub(crate) fn apply_edit(cores: &mut [Vec<Inst>], edit: &Edit) -> Vec<(u32, u32,
                 continue;
             };
             let insts = &mut cores[c as usize];
-            if matches!(insts[pc as usize], Inst::Mem { op: MemOp::St, .. }) {
+            if is_store(&insts[pc as usize]) {
                 if let Some(relu) = relu_inst(reg, len, offset, offset_on) {
                     insts.insert(pc as usize, relu);
                     saved.push((c, pc, relu));

@@ -5,7 +5,8 @@ use pimdiff_isa::machine::RunOutcome;
 use pimdiff_isa::Inst;
 use serde::{Deserialize, Serialize};
 
-use super::localize::{Effect, Found, Localization};
+use super::attempt::{Found, Localization};
+use super::judge::Effect;
 
 /// One ranked suspect, serialised exactly as an entry of `finding.json`'s `"suspects"` array:
 /// `{"core": 0, "pc": 7, "op": "mvmul", "why": "…", "fix": "relu=0"}` (`fix` is `null` when

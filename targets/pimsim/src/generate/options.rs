@@ -26,7 +26,8 @@ use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 
-use super::generate::{Choices, GenConfig, SeedChoices};
+use super::choices::{Choices, SeedChoices};
+use super::config::GenConfig;
 use crate::check::RunConfig;
 use crate::compilers::CompilerUnderTest;
 

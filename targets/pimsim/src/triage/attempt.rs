@@ -1,0 +1,187 @@
+//! One edit tried on a failing bundle (applied, rerun against the oracle, judged, undone), and
+//! what a localization collects: the edits that helped ([`Found`]) and the search's result
+//! ([`Localization`]). The searches (`localize`, `joint`) are built from these.
+
+use pimdiff_isa::bundle::Bundle;
+use pimdiff_isa::program::GroupSpec;
+use pimdiff_isa::{Inst, Opcode};
+
+use super::judge::{judge_bundle, Effect, Failure};
+use super::repairs::{self, apply_edit, undo, Edit, Tweak};
+use crate::check::RunConfig;
+
+/// An edit that helped.
+#[derive(Clone, Debug)]
+pub(crate) struct Found {
+    pub edit: Edit,
+    pub effect: Effect,
+    /// The edit's operand text at each site (`relu=0`, `size=16`, ...).
+    pub fixes: Vec<String>,
+    /// Position in the search order (smaller: tried earlier).
+    pub order: usize,
+}
+
+impl Found {
+    /// `<opcode> <field>`: the cause an edit names, as used in signatures.
+    pub(crate) fn label(&self) -> String {
+        match self.edit.tweak {
+            // Whether it replaces a `nop` or goes before the store, it is one cause.
+            Tweak::Activation { .. } => self.edit.tweak.field().to_string(),
+            Tweak::Restore(i) => format!("missing {}", i.opcode().mnemonic()),
+            _ => format!(
+                "{} {}",
+                self.edit.opcode.mnemonic(),
+                self.edit.tweak.field()
+            ),
+        }
+    }
+
+    /// The transferable form of the edit (see [`Rule`]).
+    pub(crate) fn rule(&self) -> Rule {
+        Rule {
+            opcode: self.edit.opcode,
+            tweak: self.edit.tweak,
+            every: self.edit.every,
+        }
+    }
+}
+
+/// The result of [`localize`].
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Localization {
+    /// Edits that repaired or improved, in search order.
+    pub found: Vec<Found>,
+    /// Edited bundles run.
+    pub runs: u64,
+    /// Whether the budget, the deadline or `cancel` ended the search before the catalog did.
+    pub cut_short: bool,
+    /// Whether the case's correct output depends on its input (see `values::input_matters`).
+    pub input_matters: bool,
+    /// `ld`s of global memory nothing initialises (see `uninit`): `(core, pc, [start, end))`.
+    pub uninitialised: Vec<(u32, u32, (u64, u64))>,
+    /// A crossbar edit that repairs the output, searched only when no instruction edit does
+    /// (see `crossbar_repairs`).
+    pub crossbar: Option<super::crossbar_repairs::CellRepair>,
+    /// A nearby specification whose oracle output the wrong output is (see `variants`); only
+    /// for a wrong output, on every probe.
+    pub variant: Option<super::variants::Variant>,
+    /// Single-site edits that moved the wrong output closer without fixing an element
+    /// (`Effect::Closer`): candidates of a joint repair only, never suspects.
+    pub closer: Vec<Found>,
+}
+
+impl Localization {
+    /// The most direct repair (the first of [`Localization::repairs_ranked`]).
+    pub(crate) fn best_repair(&self) -> Option<&Found> {
+        self.repairs().min_by_key(|f| sort_key(f))
+    }
+
+    /// The repair that names the cause: the most direct one, on a case whose correct output
+    /// depends on its input. When it does not (every window in the padding, a bias alone),
+    /// the probes cannot tell a repair from a coincidence: cutting the input off, or moving
+    /// any read to where the data does not matter, "repairs" it. Such repairs stay suspects
+    /// but sign nothing.
+    pub(crate) fn cause_repair(&self) -> Option<&Found> {
+        self.input_matters.then(|| self.best_repair()).flatten()
+    }
+
+    /// Repairs, best first: lowest `Tweak::rank`, single site before opcode-wide, then by
+    /// opcode (a fixed order, so that twin repairs such as a `send` and its `recv` resolve
+    /// the same way on every case), then earliest.
+    pub(crate) fn repairs_ranked(&self) -> Vec<&Found> {
+        let mut v: Vec<&Found> = self.repairs().collect();
+        v.sort_by_key(|f| sort_key(f));
+        v
+    }
+
+    /// Repairs, best first.
+    pub(crate) fn repairs(&self) -> impl Iterator<Item = &Found> {
+        self.found.iter().filter(|f| f.effect == Effect::Repaired)
+    }
+
+    /// Improvements, best first: most elements fixed, then as [`Localization::best_repair`].
+    pub(crate) fn improvements(&self) -> Vec<&Found> {
+        let mut v: Vec<&Found> = self
+            .found
+            .iter()
+            .filter(|f| matches!(f.effect, Effect::Improved { .. }))
+            .collect();
+        v.sort_by_key(|f| {
+            let fixed = match f.effect {
+                Effect::Improved { fixed, .. } => fixed,
+                _ => 0,
+            };
+            (std::cmp::Reverse(fixed), sort_key(f))
+        });
+        v
+    }
+}
+
+fn sort_key(f: &Found) -> (u8, bool, Opcode, usize) {
+    (
+        f.edit.tweak.rank(f.edit.opcode),
+        f.edit.every,
+        f.edit.opcode,
+        f.order,
+    )
+}
+
+/// The operand text of `edit` at each of its sites.
+pub(crate) fn fix_texts(cores: &[Vec<Inst>], edit: &Edit) -> Vec<String> {
+    edit.sites
+        .iter()
+        .enumerate()
+        .map(|(i, &(c, pc))| {
+            let old = &cores[c as usize][pc as usize];
+            let tweak = edit.tweak_at(i);
+            match repairs::apply(old, tweak) {
+                Some(new) => repairs::fix_text(&new, tweak),
+                None => repairs::fix_text(old, tweak),
+            }
+        })
+        .collect()
+}
+
+/// Applies `edit` to `work`, reruns it, judges the effect and restores `work`. A repair must
+/// also be right on every probe input, an improvement must not make any probe element wrong
+/// that the unedited program got right.
+pub(crate) fn try_edit(
+    failure: &Failure,
+    work: &mut Bundle,
+    edit: &Edit,
+    cfg: &RunConfig,
+) -> Effect {
+    let saved = apply_edit(&mut work.program.cores, edit);
+    let effect = judge_bundle(failure, work, cfg);
+    undo(&mut work.program.cores, edit, saved);
+    effect
+}
+
+/// Array group numbers per core: the crossbar export's, or the `array_group_map`'s indices.
+pub(crate) fn group_numbers(bundle: &Bundle) -> Vec<Vec<u32>> {
+    let cores = bundle.program.cores.len();
+    (0..cores)
+        .map(|c| {
+            if let Some(x) = bundle.xbars.cores.get(&(c as u32)) {
+                let mut g: Vec<u32> = x.groups.iter().map(|g| g.group).collect();
+                g.sort_unstable();
+                g
+            } else if let GroupSpec::ArrayGroupMap(map) = &bundle.program.groups {
+                (0..map.get(c).map_or(0, Vec::len) as u32).collect()
+            } else {
+                Vec::new()
+            }
+        })
+        .collect()
+}
+
+/// A repair in a form that applies to another program of the same compiler: "the tweak on
+/// one `opcode` instruction" (any one) or "the tweak on every `opcode` instruction". The
+/// triage's drift guard checks that a smaller case is still repaired (or improved) by the
+/// rule that repaired (or improved) the original.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Rule {
+    pub opcode: Opcode,
+    pub tweak: Tweak,
+    pub every: bool,
+}
