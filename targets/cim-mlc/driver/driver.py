@@ -109,8 +109,10 @@ def read_case(case_dir):
         raise CaseError("%s is not a JSON object" % path)
     out = {}
     ifm = case.get("ifmsize")
-    if not (isinstance(ifm, list) and len(ifm) == 4 and all(type(v) is int and v > 0 for v in ifm)):
-        raise CaseError("%s: ifmsize must be [1, C, H, W] (four positive integers), got %r" % (path, ifm))
+    # main.py's --ifmsize takes any number of integers: [1, C, H, W] for a convolution, [1, N]
+    # for a network that starts with Gemm or MatMul.
+    if not (isinstance(ifm, list) and ifm and all(type(v) is int and v > 0 for v in ifm)):
+        raise CaseError("%s: ifmsize must be a list of positive integers ([1, C, H, W]), got %r" % (path, ifm))
     out["ifmsize"] = ifm
     for key in ("input_precision", "weight_precision", "seed"):
         v = case.get(key)

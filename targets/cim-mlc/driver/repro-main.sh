@@ -19,18 +19,25 @@ mkdir -p "$2"
 out="$(cd "$2" && pwd)"
 tree="$(cd "${3:-$(dirname "$0")/..}" && pwd)"
 [ -f "$tree/manifest.json" ] || { echo "repro-main: $tree is not a tree of scripts/build-cim-mlc.sh" >&2; exit 2; }
-set -- $("$tree/python" -c 'import json, sys
-c = json.load(open(sys.argv[1]))
-print(*c["ifmsize"], c["input_precision"], c["weight_precision"])' "$case_dir/case.json")
+field() {
+    "$tree/python" -c 'import json, sys
+v = json.load(open(sys.argv[1]))[sys.argv[2]]
+print(" ".join(map(str, v)) if isinstance(v, list) else v)' "$case_dir/case.json" "$1"
+}
+ifmsize="$(field ifmsize)"
+input_precision="$(field input_precision)"
+weight_precision="$(field weight_precision)"
 work="$(mktemp -d "${TMPDIR:-/tmp}/cim-mlc-main.XXXXXX")"
 [ "${KEEP:-0}" = 1 ] || trap 'rm -rf "$work"' EXIT
 echo "+ cp -R $tree/src/. $work/ && cp $case_dir/arch.py $work/configs/example_config.py" >&2
 cp -R "$tree/src/." "$work/"
 cp "$case_dir/arch.py" "$work/configs/example_config.py"
-echo "+ cd $work && $tree/python main.py -onnx_model_path $case_dir/model.onnx --ifmsize $1 $2 $3 $4" \
-    "--input_precision $5 --weight_precision $6 --arch_config_module configs.example_config" \
-    "--output_dir $out" >&2
+echo "+ cd $work && $tree/python main.py -onnx_model_path $case_dir/model.onnx --ifmsize $ifmsize" \
+    "--input_precision $input_precision --weight_precision $weight_precision" \
+    "--arch_config_module configs.example_config --output_dir $out" >&2
 cd "$work"
-"$tree/python" main.py -onnx_model_path "$case_dir/model.onnx" --ifmsize "$1" "$2" "$3" "$4" \
-    --input_precision "$5" --weight_precision "$6" --arch_config_module configs.example_config \
-    --output_dir "$out"
+# $ifmsize unquoted: one argument per dimension, as main.py's nargs="+" takes them.
+# shellcheck disable=SC2086
+"$tree/python" main.py -onnx_model_path "$case_dir/model.onnx" --ifmsize $ifmsize \
+    --input_precision "$input_precision" --weight_precision "$weight_precision" \
+    --arch_config_module configs.example_config --output_dir "$out"
