@@ -166,6 +166,17 @@ def net_flatten_gemm(rng, written=True):
                   init(rng, "bg", [F])]), [1, C, H, H]
 
 
+def net_wide_second(rng):
+    # conv1 needs k*k*16 = 144 crossbar rows: more cores than "tiny" has (a layer larger than
+    # the chip after the first flow segment).
+    C, H, K = 3, 6, 3
+    n = [conv_node("conv0", "input", "w0", "c0", K, 1, 1),
+         helper.make_node("Relu", ["c0"], ["r0"], name="relu0"),
+         conv_node("conv1", "r0", "w1", "output", K, 1, 1)]
+    return model(n, [vi("input", [1, C, H, H])], [vi("output", [1, 8, H, H])],
+                 [init(rng, "w0", [16, C, K, K]), init(rng, "w1", [8, 16, K, K])]), [1, C, H, H]
+
+
 def net_conv1_nokernel(rng):
     C, H, K, OC = 3, 8, 3, 8
     n = [helper.make_node("Conv", ["input", "w0"], ["output"], name="conv0", strides=[1, 1],
@@ -183,6 +194,7 @@ NETWORKS = {
     "conv-relu-pool-bare": lambda r: net_conv_relu_pool(r, False),
     "conv-s2p1": net_conv_s2p1,
     "two-convs": net_two_convs,
+    "wide-second": net_wide_second,
     "gemm": lambda r: net_gemm(r, True, True),
     "gemm-bare": lambda r: net_gemm(r, False, False),
     "matmul": net_matmul,
@@ -326,6 +338,9 @@ def main():
                 runs.append(run)
                 print(json.dumps(run), flush=True)
     server.close()
+    if args.only and os.path.exists(os.path.join(args.out, "summary.json")):
+        with open(os.path.join(args.out, "summary.json")) as f:
+            runs = [r for r in json.load(f) if r["net"] != args.only] + runs
     with open(os.path.join(args.out, "summary.json"), "w") as f:
         json.dump(runs, f, indent=1)
     with open(os.path.join(args.out, "summary.md"), "w") as f:
