@@ -114,8 +114,8 @@ if [ -n "$mutation" ]; then
     patches+=("$mutation")
 fi
 need=(flock tar sha256sum)
-[ "${#patches[@]}" -gt 0 ] && need+=(patch)
-[ "$torch_mode" = stubs ] && need+=(cc readelf nm)
+if [ "${#patches[@]}" -gt 0 ]; then need+=(patch); fi
+if [ "$torch_mode" = stubs ]; then need+=(cc readelf nm); fi
 missing=()
 for tool in "${need[@]}"; do
     command -v "$tool" >/dev/null 2>&1 || missing+=("$tool")
@@ -142,7 +142,12 @@ driver_files=(
 
 # -- the environment, once per machine --
 venv_key="$( { sha256sum < "$req"; echo "torch=$torch_mode python=$pyver $pyexe"
-               [ "$torch_mode" = stubs ] && sha256sum < "$stubgen"; } | sha256sum | cut -c1-16)"
+               if [ "$torch_mode" = stubs ]; then sha256sum < "$stubgen"; fi; } | sha256sum | cut -c1-16)"
+if [ -z "${PIMDIFF_CACHE:-}" ] && [ -z "${HOME:-}" ]; then
+    echo "build-cim-mlc: neither PIMDIFF_CACHE nor HOME is set: set PIMDIFF_CACHE to a directory" \
+        "for the Python environment" >&2
+    exit 2
+fi
 cache="${PIMDIFF_CACHE:-$HOME/.cache/pimdiff}/cim-mlc"
 venv="$cache/venv-$venv_key"
 mkdir -p "$cache"
@@ -187,6 +192,8 @@ tree="$base/$key"
 mkdir -p "$base"
 exec 8>"$base/.$key.lock"
 flock 8
+# Under the lock no other build of this key runs: what is left of one is from a build cut short.
+rm -rf "$base/.build-$key."*
 if [ -f "$tree/manifest.json" ] && [ -f "$tree/venv/.pimdiff-complete" ]; then
     echo "build-cim-mlc: cached ($tree)" >&2
     echo "$tree"
