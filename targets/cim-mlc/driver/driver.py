@@ -66,6 +66,10 @@ class TreeError(Exception):
     """A directory that is not a tree of scripts/build-cim-mlc.sh."""
 
 
+class DriverError(Exception):
+    """The driver failed after CIM-MLC succeeded (writing layout.json): the driver's fault."""
+
+
 def read_manifest(tree):
     """TREE's manifest.json, checked to be a tree of scripts/build-cim-mlc.sh."""
     path = os.path.join(tree, "manifest.json")
@@ -331,7 +335,10 @@ class CimMlc:
         self.last["pinned"] = self.pinned(case["seed"])
         model_path = os.path.join(case_dir, "model.onnx")
         arch = load_arch(os.path.join(case_dir, "arch.py"))
-        original = onnx.load(model_path)
+        try:
+            original = onnx.load(model_path)
+        except Exception as e:  # noqa: BLE001 - a model onnx cannot read is the case's fault
+            raise CaseError("%s does not load: %s: %s" % (model_path, type(e).__name__, e))
         self.decline(original)
 
         random.seed(case["seed"])
@@ -358,20 +365,23 @@ class CimMlc:
         compile_seconds = time.perf_counter() - started
         self.last["seconds"] = round(compile_seconds, 4)
 
-        doc = cim_layout.build(
-            self.record, original,
-            dict(case, model="model.onnx", arch="arch.py"), out_dir,
-            {"util": self.util, "api": arch.get("API"), "arch": arch, "console": console.lines()})
-        doc["pinned"] = self.last["pinned"]
-        doc["cim_mlc"] = {"tree": self.tree, "src": self.src, "key": self.manifest.get("key"),
-                          "snapshot": self.manifest.get("snapshot"),
-                          "patches": self.manifest.get("patches"),
-                          "arch_holders": self.arch_holders}
-        doc["seconds"] = {"compile": round(compile_seconds, 4),
-                          "import": round(self.import_seconds, 4)}
-        with open(os.path.join(out_dir, "layout.json"), "w") as f:
-            json.dump(doc, f, separators=(",", ":"))
-            f.write("\n")
+        try:
+            doc = cim_layout.build(
+                self.record, original,
+                dict(case, model="model.onnx", arch="arch.py"), out_dir,
+                {"util": self.util, "api": arch.get("API"), "arch": arch, "console": console.lines()})
+            doc["pinned"] = self.last["pinned"]
+            doc["cim_mlc"] = {"tree": self.tree, "src": self.src, "key": self.manifest.get("key"),
+                              "snapshot": self.manifest.get("snapshot"),
+                              "patches": self.manifest.get("patches"),
+                              "arch_holders": self.arch_holders}
+            doc["seconds"] = {"compile": round(compile_seconds, 4),
+                              "import": round(self.import_seconds, 4)}
+            with open(os.path.join(out_dir, "layout.json"), "w") as f:
+                json.dump(doc, f, separators=(",", ":"))
+                f.write("\n")
+        except Exception as e:  # noqa: BLE001
+            raise DriverError("layout.json: %s: %s" % (type(e).__name__, e)) from e
         self.last["flows"] = sorted(doc["flows"])
         self.record.clear()
 
