@@ -15,19 +15,34 @@ module does the protocol; a compiler only supplies the function that compiles on
     pimdiff_serve.serve(compile_case)
 
 While ``compile_case`` runs, ``sys.stdout`` is standard error, so a stray ``print`` cannot break
-the protocol. The protocol itself (request and answer fields, deadlines, what a crash, a hang
-or a garbage line becomes) is in ``docs/serve-protocol.md``.
+the protocol. An exception becomes an ``error`` answer that also carries the exception's type
+and its traceback's frames (``exception``); ``serve(..., frames_root=DIR)`` keeps the frames of
+the compiler's own source tree, named relative to it. The protocol itself (request and answer
+fields, deadlines, what a crash, a hang or a garbage line becomes) is in
+``docs/serve-protocol.md``.
 """
 
 import contextlib
 import json
+import os
 import sys
+import traceback
 
 PROTOCOL_VERSION = 1
 """The protocol version this module speaks (the ``protocol`` field of every request)."""
 
 REQUEST_LINE_LIMIT = 64 << 10
 """The longest request line read, in bytes (a request names two paths)."""
+
+ANSWER_LINE_LIMIT = 60 << 10
+"""The longest answer line written, in bytes: pimdiff refuses one over 64 KiB. An error answer
+over it loses its frames, then its extra fields."""
+
+MESSAGE_LIMIT = 2000
+"""The longest exception message (characters) an error answer carries; longer ones are cut."""
+
+FRAME_LIMIT = 40
+"""The most traceback frames an error answer carries (the innermost ones)."""
 
 
 class Unsupported(Exception):
@@ -64,21 +79,94 @@ def parse_request(line):
     return fields
 
 
-def answer(request_id, compile_fn, case_dir, out_dir):
+def _cut(text, limit):
+    return text if len(text) <= limit else text[:limit] + "... (%d characters cut)" % (len(text) - limit)
+
+
+def _short_path(path):
+    """PATH relative to the longest ``sys.path`` entry holding it (``onnx/helper.py`` for a file
+    in site-packages), else as it is."""
+    real = os.path.realpath(path)
+    best = None
+    for entry in sys.path:
+        base = os.path.realpath(entry or os.curdir)
+        if real.startswith(base + os.sep) and (best is None or len(base) > len(best)):
+            best = base
+    return os.path.relpath(real, best) if best else path
+
+
+def describe_exception(e, frames_root=None):
+    """The ``exception`` field of an error answer: ``type`` (the class name), ``module`` (the
+    class's module), ``message`` (cut at ``MESSAGE_LIMIT``), ``frames`` (``{"file", "line",
+    "function"}``, innermost last: with ``frames_root``, only the frames of files under it,
+    relative to it; else every frame but this module's own), ``frames_cut`` (frames left out by
+    ``FRAME_LIMIT``) and ``raised_in`` (the innermost frame of all, wherever it is, with its
+    file relative to its ``sys.path`` entry)."""
+    root = os.path.realpath(frames_root) if frames_root else None
+    here = os.path.realpath(__file__)
+    frames = []
+    raised_in = None
+    for summary in traceback.extract_tb(e.__traceback__):
+        real = os.path.realpath(summary.filename)
+        raised_in = {"file": _short_path(summary.filename), "line": summary.lineno,
+                     "function": summary.name}
+        if root is not None:
+            if not real.startswith(root + os.sep):
+                continue
+            name = os.path.relpath(real, root)
+        elif real == here:
+            continue
+        else:
+            name = summary.filename
+        frames.append({"file": name, "line": summary.lineno, "function": summary.name})
+    cut = max(0, len(frames) - FRAME_LIMIT)
+    return {
+        "type": type(e).__name__,
+        "module": type(e).__module__,
+        "message": _cut(str(e), MESSAGE_LIMIT),
+        "frames": frames[cut:],
+        "frames_cut": cut,
+        "raised_in": raised_in,
+    }
+
+
+def answer(request_id, compile_fn, case_dir, out_dir, frames_root=None):
     """The answer (a dict) to one request: compiled, unsupported with the reason, or error with
-    the exception's type and message."""
+    the exception's type and message (``message``) and its description (``exception``, see
+    ``describe_exception``)."""
     try:
         with contextlib.redirect_stdout(sys.stderr):
             compile_fn(case_dir, out_dir)
     except Unsupported as e:
         return {"id": request_id, "status": "unsupported", "reason": str(e)}
     except Exception as e:  # noqa: BLE001 - every failure of the compiler is an answer
-        return {"id": request_id, "status": "error", "message": "%s: %s" % (type(e).__name__, e)}
+        return {"id": request_id, "status": "error",
+                "message": _cut("%s: %s" % (type(e).__name__, e), MESSAGE_LIMIT),
+                "exception": describe_exception(e, frames_root)}
     return {"id": request_id, "status": "compiled"}
 
 
-def serve(compile_fn, stdin=None, stdout=None):
+def answer_line(reply):
+    """REPLY as one JSON line, at most ``ANSWER_LINE_LIMIT`` bytes: an error answer over it
+    keeps only ``id``, ``status``, ``message`` and the exception's type and message."""
+    line = json.dumps(reply)
+    if len(line.encode()) > ANSWER_LINE_LIMIT and reply.get("status") == "error":
+        exc = dict(reply.get("exception") or {})
+        slim = {"id": reply["id"], "status": "error", "message": reply.get("message", "")}
+        if exc:
+            slim["exception"] = {k: exc[k] for k in ("type", "module", "message") if k in exc}
+            slim["exception"]["frames"] = []
+            slim["exception"]["frames_cut"] = len(exc.get("frames", ())) + exc.get("frames_cut", 0)
+        line = json.dumps(slim)
+    return line
+
+
+def serve(compile_fn, stdin=None, stdout=None, frames_root=None, annotate=None):
     """Answers requests until the end of ``stdin`` (default: standard input), then returns 0.
+
+    ``frames_root``: the compiler's source tree; an error answer's frames are those of its files
+    (see ``describe_exception``). ``annotate``: a function called with each answer (a dict)
+    before it is written, which may add fields to it (pimdiff ignores fields it does not know).
 
     A line that is not a request ends the server with exit status 2 and the problem on standard
     error (pimdiff never sends one; it is a misuse, not a case's failure).
@@ -94,6 +182,8 @@ def serve(compile_fn, stdin=None, stdout=None):
         except ProtocolError as e:
             print("pimdiff_serve: %s" % e, file=sys.stderr)
             sys.exit(2)
-        reply = answer(request_id, compile_fn, case_dir, out_dir)
-        stdout.write(json.dumps(reply) + "\n")
+        reply = answer(request_id, compile_fn, case_dir, out_dir, frames_root)
+        if annotate is not None:
+            annotate(reply)
+        stdout.write(answer_line(reply) + "\n")
         stdout.flush()
