@@ -635,7 +635,7 @@ fn the_crates_are_layers_whose_arrows_point_down() {
             ));
         }
     }
-    for machine in ["pimdiff-isa", "pimdiff-puma"] {
+    for machine in ["pimdiff-isa", "pimdiff-puma", "pimdiff-cim-mlc"] {
         for d in deps(machine) {
             if d != "pimdiff-input" {
                 wrong.push(format!(
