@@ -19,9 +19,10 @@ pub const MAX_LAYOUT_BYTES: Limit = Limit {
     bytes: 256 << 20,
 };
 
-/// The largest global buffer the machine models, in elements (`GBBuf[0]`); CIM-MLC's example
-/// architecture has 786 432.
-pub const MAX_BUFFER_ELEMENTS: u64 = 1 << 30;
+/// The largest global buffer the machine models, in elements (`GBBuf[0]`): 16 Mi, twenty
+/// times CIM-MLC's example architecture's 786 432. Reading back a whole buffer of them costs
+/// 256 MiB.
+pub const MAX_BUFFER_ELEMENTS: u64 = 1 << 24;
 
 /// The most cores, and crossbars per core, the machine models.
 pub const MAX_CORES: usize = 1 << 16;

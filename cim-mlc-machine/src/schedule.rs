@@ -13,6 +13,8 @@
 //! handler a fixed sequence of meta-operators; [`attribute_core`] walks the nodes along the
 //! lines.
 
+use std::collections::HashMap;
+
 use crate::flow::{Flow, Item, Level, Op};
 use crate::layout::{Layout, Node, Schedule};
 use crate::machine::SetupError;
@@ -45,15 +47,33 @@ pub const CATEGORIES: [&str; 11] = [
 /// category is printed only at a cycle one of these has.
 pub const KEYED: [&str; 6] = ["compute", "pooling", "alu", "activ", "mov", "softmax"];
 
-/// One table: cycles in insertion order, each with its nodes in insertion order.
-type Table<'a> = Vec<(f64, Vec<(usize, &'a [Option<String>])>)>;
+/// A node's instructions at one cycle.
+type Cell<'a> = (usize, &'a [Option<String>]);
+
+/// One table: cycles in insertion order, each with its nodes in insertion order; and where
+/// each cycle is.
+struct Table<'a> {
+    cycles: Vec<(f64, Vec<Cell<'a>>)>,
+    index: HashMap<u64, usize>,
+}
+
+/// A cycle as a key: numbers equal as numbers are one key, as in a Python dict.
+fn key(cycle: f64) -> u64 {
+    (cycle + 0.0).to_bits()
+}
 
 fn table(entries: &[crate::layout::Entry]) -> Table<'_> {
-    let mut t: Table<'_> = Vec::new();
+    let mut t = Table {
+        cycles: Vec::new(),
+        index: HashMap::new(),
+    };
     for e in entries {
-        match t.iter_mut().find(|(c, _)| *c == e.cycle) {
-            Some((_, nodes)) => nodes.push((e.node, &e.insts)),
-            None => t.push((e.cycle, vec![(e.node, &e.insts)])),
+        match t.index.get(&key(e.cycle)) {
+            Some(&i) => t.cycles[i].1.push((e.node, &e.insts)),
+            None => {
+                t.index.insert(key(e.cycle), t.cycles.len());
+                t.cycles.push((e.cycle, vec![(e.node, &e.insts)]));
+            }
         }
     }
     t
@@ -72,22 +92,26 @@ pub fn print(
     let mut keys = Vec::new();
     for (i, c) in CATEGORIES.iter().enumerate() {
         if KEYED.contains(c) {
-            keys.extend(tables[i].iter().map(|(cycle, _)| *cycle));
+            keys.extend(tables[i].cycles.iter().map(|(cycle, _)| *cycle));
         }
+    }
+    let mut counts: HashMap<u64, usize> = HashMap::new();
+    for k in &keys {
+        *counts.entry(key(*k)).or_default() += 1;
     }
     let order =
         python_set_order(&keys).map_err(|problem| SetupError::ScheduleOrder { level, problem })?;
     let mut out = Vec::new();
     for cycle in order {
-        let count = keys.iter().filter(|k| **k == cycle).count();
-        if count > 1 {
+        let several = counts.get(&key(cycle)).copied().unwrap_or(0) > 1;
+        if several {
             out.push(("flow{".to_string(), None));
         }
         for t in &tables {
-            let Some((_, nodes)) = t.iter().find(|(c, _)| *c == cycle) else {
+            let Some(&i) = t.index.get(&key(cycle)) else {
                 continue;
             };
-            for (node, insts) in nodes {
+            for (node, insts) in &t.cycles[i].1 {
                 let origin = Some(Origin {
                     node: *node,
                     cycle: Some(cycle),
@@ -105,7 +129,7 @@ pub fn print(
                 }
             }
         }
-        if count > 1 {
+        if several {
             out.push(("}".to_string(), None));
         }
     }
@@ -155,7 +179,7 @@ fn core_sequence(node: &Node) -> Vec<&str> {
     match node.op_class.as_deref() {
         Some("Conv") => {
             // `dup` sub-IFMs, then one Mov (CoreWise.py:67-97).
-            let dup = node.int("dup").unwrap_or(1).clamp(1, 1 << 20) as usize;
+            let dup = node.int("dup").unwrap_or(1).clamp(1, 1 << 12) as usize;
             let mut s = vec!["CIM.read_core-conv"; dup];
             s.push("Mov");
             s

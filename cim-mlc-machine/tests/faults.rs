@@ -373,6 +373,56 @@ fn crossbar_faults() {
     );
 }
 
+#[test]
+fn a_crossbar_window_must_be_its_units() {
+    // Two pixels of a 2x2 kernel over a 2x3 map, copies on crossbars 0 and 1: copy 0 computes
+    // pixel 0, but is loaded with pixel 1's window.
+    let spec = Spec {
+        nodes: vec![conv_node(
+            0,
+            "conv0",
+            0,
+            1,
+            json!({
+            "ifmsize": [1, 1, 2, 3], "ofmsize": [1, 1, 1, 2], "dup": 2}),
+        )],
+        inputs: vec![("x".into(), vec![1, 1, 2, 3], vec![0])],
+        outputs: vec![("y".into(), 0, 100, vec![1, 1, 1, 2])],
+        segments: vec![vec![0]],
+        ..Spec::default()
+    };
+    let cells: Vec<Cell<'_>> = vec![
+        (
+            "mov",
+            1.0,
+            0,
+            &[
+                "load - [[1, 3], [4, 6]] - [0, 0] - 0",
+                "load - [[0, 2], [3, 5]] - [1, 1] - 0",
+            ],
+        ),
+        (
+            "compute",
+            2.0,
+            0,
+            &["CIM.read_xb - [0, 0]", "CIM.read_xb - [1, 1]"],
+        ),
+    ];
+    let c = compile(&spec, None, Some(&cells), None);
+    let run = c
+        .chip()
+        .input("x", t(&[1, 1, 2, 3], &[1, 2, 3, 4, 5, 6]))
+        .weights("conv0", conv_w(&[1, 1, 2, 2], &[1, 1, 1, 1]))
+        .build()
+        .unwrap()
+        .run(Level::Crossbar);
+    assert_eq!(
+        fault(&run),
+        "crossbar line 6 `CIM.read_xb - [0, 0]` (node 0 `conv0`): the input is the window of \
+         output pixel 1, but this activation computes pixel 0"
+    );
+}
+
 /// One 2x2 convolution of one channel on one crossbar of 8 rows in two slices of 4 (MaxRC).
 fn wordline_one(reorder: Value, block: Value) -> Spec {
     conv_spec(vec![conv_node(

@@ -98,7 +98,7 @@ fn layout_fields_are_checked() {
     );
     assert_eq!(
         with("/arch/chip/GBBuf", json!([1u64 << 31, 16])),
-        "arch.chip.GBBuf[0]: 2147483648 elements, more than the machine models (1073741824)"
+        "arch.chip.GBBuf[0]: 2147483648 elements, more than the machine models (16777216)"
     );
     assert_eq!(
         with("/arch/chip/cores", json!([])),

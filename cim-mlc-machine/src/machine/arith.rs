@@ -113,11 +113,12 @@ pub(crate) fn pool(
     };
     let os = [s[0], s[1], oh, ow];
     let mut out = vec![0i64; s[0] * s[1] * oh * ow];
+    let mut cells = Vec::new();
     for n in 0..s[0] {
         for y in 0..oh {
             for x in 0..ow {
                 for c in 0..s[1] {
-                    let mut cells = Vec::with_capacity(k.0 * k.1);
+                    cells.clear();
                     for i in 0..k.0 {
                         for j in 0..k.1 {
                             let iy = (y * stride.0 + i)

@@ -111,7 +111,8 @@ impl GlobalBuffer {
     /// The elements `[addr, addr + len)`: all inside and written, or the first that is not.
     pub fn read(&self, addr: i64, len: u64) -> Result<Vec<i64>, BufferError> {
         let (start, end) = self.span(addr, len)?;
-        let mut out = Vec::with_capacity(len as usize);
+        // Grown as elements prove written: a read of unwritten memory costs nothing.
+        let mut out = Vec::new();
         for a in start..end {
             match self.get(a) {
                 Some(v) => out.push(v),

@@ -55,6 +55,18 @@ impl ConvGeometry {
         let (&[n, _, ih, iw], &[_, _, oh, ow]) = (&ifm[..], &ofm[..]) else {
             return Err(missing("ifmsize"));
         };
+        // Sizes a buffer can hold keep every product below in range.
+        let limit = crate::layout::MAX_BUFFER_ELEMENTS as usize;
+        let fits = |v: &[usize]| {
+            v.iter()
+                .try_fold(1usize, |n, d| n.checked_mul(*d))
+                .is_some_and(|n| n <= limit)
+        };
+        if !fits(&ifm) || !fits(&ofm) {
+            return Err(window(format!(
+                "the node's ifmsize {ifm:?} or ofmsize {ofm:?} is larger than any buffer"
+            )));
+        }
         let s = dims("strides")?;
         let p = node
             .ints("pads")
@@ -72,12 +84,12 @@ impl ConvGeometry {
             oh,
             ow,
             stride: (
-                s.first().copied().unwrap_or(1).max(1),
-                s.get(1).copied().unwrap_or(1).max(1),
+                s.first().copied().unwrap_or(1).clamp(1, limit),
+                s.get(1).copied().unwrap_or(1).clamp(1, limit),
             ),
             pad: (
-                p.first().copied().unwrap_or(0),
-                p.get(1).copied().unwrap_or(0),
+                p.first().copied().unwrap_or(0).min(limit),
+                p.get(1).copied().unwrap_or(0).min(limit),
             ),
             kw,
             src,

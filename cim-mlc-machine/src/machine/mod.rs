@@ -582,6 +582,15 @@ impl<'c, 'a> Exec<'c, 'a> {
         Ok(values)
     }
 
+    /// A write of `len` elements at `addr` would land inside the buffer (checked before a
+    /// meta-operator computes them, so a result that cannot be written is never built).
+    pub fn fits(&self, addr: i64, len: u64) -> Result<(), Stop> {
+        self.buffer
+            .span(addr, len)
+            .map(|_| ())
+            .map_err(|e| self.buffer_fault(e))
+    }
+
     /// Write `values` at `addr`.
     pub fn write(&mut self, addr: i64, values: &[i64]) -> Result<(), Stop> {
         self.buffer

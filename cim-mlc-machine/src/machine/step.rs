@@ -30,6 +30,18 @@ fn shape4(v: &[i64], what: &str) -> Result<Shape4, Stop> {
     }
 }
 
+/// The element count of a shape, which must not overflow.
+fn count(shape: &[usize]) -> Result<u64, Stop> {
+    shape
+        .iter()
+        .try_fold(1u64, |n, d| n.checked_mul(*d as u64))
+        .ok_or_else(|| {
+            bad(format!(
+                "{shape:?} has more elements than the machine counts"
+            ))
+        })
+}
+
 /// A shape of non-negative sizes, and its element count.
 fn shape(v: &[i64], what: &str) -> Result<(Vec<usize>, usize), Stop> {
     let s: Option<Vec<usize>> = v.iter().map(|d| usize::try_from(*d).ok()).collect();
@@ -146,9 +158,10 @@ impl<'c> Exec<'c, '_> {
         };
         let oh = arith::out_extent(s[2], top, bottom, kh, stride.0).unwrap_or(0);
         let ow = arith::out_extent(s[3], left, right, kw, stride.1).unwrap_or(0);
-        let macs = (s[0] * oh * ow * oc) as u64 * (kh * kw * cin) as u64;
-        self.charge(macs)?;
-        let input = self.read(c.src, (s[0] * s[1] * s[2] * s[3]) as i64)?;
+        let out = count(&[s[0], oc, oh, ow])?;
+        self.fits(c.dst, out)?;
+        self.charge(out.saturating_mul((kh * kw * cin) as u64))?;
+        let input = self.read(c.src, count(&s)? as i64)?;
         let (out, _) = arith::conv2d(&input, s, w, stride, pads)?;
         self.write(c.dst, &out)
     }
@@ -173,9 +186,10 @@ impl<'c> Exec<'c, '_> {
             )));
         }
         let rows = n / width.max(1);
-        self.charge((n * w.cols()) as u64)?;
+        self.fits(f.dst, count(&[rows, w.cols()])?)?;
+        self.charge((n as u64).saturating_mul(w.cols() as u64))?;
         let input = self.read(f.src, n as i64)?;
-        let mut out = Vec::with_capacity(rows * w.cols());
+        let mut out = Vec::new();
         for r in 0..rows {
             let v = &input[r * width..(r + 1) * width];
             out.extend(w.multiply(v, 0, 0..w.cols()).ok_or(FaultKind::Overflow)?);
@@ -231,8 +245,12 @@ impl<'c> Exec<'c, '_> {
                 _ => return Err(bad(format!("padding {v:?} is not 1, 2 or 4 entries"))),
             },
         };
-        let n = s.iter().product::<usize>();
-        self.charge((n * k.0 * k.1) as u64)?;
+        let n = count(&s)?;
+        let oh = arith::out_extent(s[2], pads.top, pads.bottom, k.0, stride.0).unwrap_or(0);
+        let ow = arith::out_extent(s[3], pads.left, pads.right, k.1, stride.1).unwrap_or(0);
+        let out = count(&[s[0], s[1], oh, ow])?;
+        self.fits(p.dst, out)?;
+        self.charge(out.saturating_mul(k.0 as u64).saturating_mul(k.1 as u64))?;
         let input = self.read(p.src, n as i64)?;
         let (out, _) = arith::pool(p.kind, &input, s, k, stride, pads)?;
         self.write(p.dst, &out)
@@ -285,7 +303,10 @@ impl<'c> Exec<'c, '_> {
                 })?;
                 let x = from_buffer_order(&s1, &self.read(a.src1, n1 as i64)?);
                 let y = from_buffer_order(&s2, &self.read(a.src2, n2 as i64)?);
-                self.charge(out_shape.iter().product::<usize>() as u64)?;
+                let n = element_count(&out_shape)
+                    .ok_or_else(|| bad(format!("the broadcast shape {out_shape:?} overflows")))?;
+                self.fits(a.dst, n as u64)?;
+                self.charge(n as u64)?;
                 let out = arith::alu_broadcast(a.op, (&x, &s1), (&y, &s2), &out_shape)?;
                 self.write(a.dst, &to_buffer_order(&out_shape, &out))
             }
@@ -339,6 +360,9 @@ fn core_copies(node: &Node) -> Result<Vec<(i64, i64)>, Stop> {
     };
     let (start, num, dup) = (attr("corestart")?, attr("core_num")?, attr("dup")?);
     Ok((0..dup.clamp(0, 1 << 16))
-        .map(|d| (start + d * num, start + (d + 1) * num - 1))
+        .map(|d| {
+            let first = start.saturating_add(d.saturating_mul(num));
+            (first, first.saturating_add(num).saturating_sub(1))
+        })
         .collect())
 }

@@ -4,10 +4,11 @@
 //! A crossbar holds inputs loaded into it until an activation takes them, oldest first
 //! ([`super::InputQueue`]). A convolution's and the crossbar level's Gemm's results go where the
 //! code generator's records put them, since no instruction names a destination: the `k`-th
-//! activation of a node (in the order the flow runs) computes its output unit `k` — output pixel
-//! `k` of a convolution, `OC` channels at `memoryaddr[-1] + k·OC` ("data layerout: (H,W,CHANNEL)",
-//! `cycle_record[ComNum*OC:(ComNum+1)*OC]`, codegen/CrossbarWise.py:198, :271), input row `k` of
-//! a Gemm (CrossbarWise.py:319-338). At the wordline level a convolution's pixel needs every
+//! activation of copy `d` of a node's weights computes its output unit `d + k·dup` — output
+//! pixel `u` of a convolution has its `OC` channels at `memoryaddr[-1] + u·OC` ("data layerout:
+//! (H,W,CHANNEL)", `cycle_record[ComNum*OC:(ComNum+1)*OC]`, codegen/CrossbarWise.py:198, :271),
+//! input row `u` of a Gemm its results at `memoryaddr[-1] + u·K` (CrossbarWise.py:319-338); a
+//! convolution's window must be that pixel's. At the wordline level a convolution's pixel needs every
 //! weight block of its `weight_reorder` (WordlineWise.py:268-297), and its channels are written
 //! when their last block arrives; a Gemm's results stay in the crossbars until a
 //! `load - [x]` or `Add-[..]` reads them out (WordlineWise.py:379-391).
@@ -131,6 +132,7 @@ impl<'c> Exec<'c, '_> {
     ) -> Result<(), Stop> {
         let range = self.crossbars(xbs)?;
         self.claim(node, range.clone())?;
+        self.window_fits(pieces, range.clone())?;
         let mut values = Vec::new();
         let mut addrs = Vec::new();
         for piece in pieces {
@@ -158,6 +160,33 @@ impl<'c> Exec<'c, '_> {
             }
         }
         self.push(range, values, addrs)
+    }
+
+    /// A window no longer than the wordlines of the crossbars it is loaded into (checked before
+    /// it is gathered).
+    fn window_fits(
+        &self,
+        pieces: &[Piece],
+        xbs: std::ops::RangeInclusive<usize>,
+    ) -> Result<(), Stop> {
+        let mut len: i128 = 0;
+        for piece in pieces {
+            len += match *piece {
+                Piece::Zeros(n) => i128::from(n.max(0)),
+                Piece::Range(a, b) => i128::from(b) - i128::from(a),
+            };
+        }
+        let rows = self.chip.layout.chip.xb_rows;
+        let capacity = i128::from(rows) * xbs.clone().count() as i128;
+        if len > capacity {
+            return Err(fault(FaultKind::BadOperand {
+                what: format!(
+                    "a load of {len} values into {} crossbar(s) of {rows} wordlines",
+                    xbs.count()
+                ),
+            }));
+        }
+        Ok(())
     }
 
     /// `load - source - [x0, x1] - length`: `length` buffer elements into each crossbar.
@@ -201,8 +230,12 @@ impl<'c> Exec<'c, '_> {
         slice: usize,
     ) -> Result<(usize, usize), Stop> {
         let ofm = attr(node, "ofmsize")?;
-        let elements: i64 = ofm.iter().product();
-        let units = usize::try_from(elements).unwrap_or(0) / w.cols().max(1);
+        let elements = ofm
+            .iter()
+            .try_fold(1i64, |n, d| n.checked_mul(*d))
+            .and_then(|n| usize::try_from(n).ok())
+            .unwrap_or(0);
+        let units = elements / w.cols().max(1);
         let per_copy = attr(node, "xb_num")?.iter().product::<i64>().max(1) as usize;
         let dup = node
             .int("dup")
@@ -249,7 +282,10 @@ impl<'c> Exec<'c, '_> {
                 None => first = Some(l),
             }
         }
-        let v = first.map(|l| l.values).unwrap_or_default();
+        let Some(input) = first else {
+            return Err(fault(FaultKind::InputNotLoaded { xb: *range.start() }));
+        };
+        let v = &input.values;
         if v.len() != w.rows() {
             return Err(fault(FaultKind::LoadLength {
                 loaded: v.len(),
@@ -273,8 +309,22 @@ impl<'c> Exec<'c, '_> {
         if unit >= units {
             return Err(fault(FaultKind::ExtraCompute { unit, units }));
         }
+        if let Placed::Conv { .. } = w {
+            // The window's addresses must be the unit's: else its result lands on another pixel.
+            let geo = super::geometry::ConvGeometry::of(node, w)?;
+            if let Some(pixel) = geo.pixel_of(&input.addrs, 0)? {
+                if pixel != unit {
+                    return Err(fault(FaultKind::Window {
+                        what: format!(
+                            "the input is the window of output pixel {pixel}, but this \
+                             activation computes pixel {unit}"
+                        ),
+                    }));
+                }
+            }
+        }
         self.charge((w.rows() * w.cols()) as u64)?;
-        let out = w.multiply(&v, 0, 0..w.cols()).ok_or(FaultKind::Overflow)?;
+        let out = w.multiply(v, 0, 0..w.cols()).ok_or(FaultKind::Overflow)?;
         let dst = Self::output_addr(node)? + (unit * w.cols()) as i64;
         self.write(dst, &out)
     }
