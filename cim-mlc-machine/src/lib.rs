@@ -17,7 +17,9 @@
 //!   initializers, placed where CIM-MLC's mapping says, then [`Chip::run`] per [`Level`] to a
 //!   [`RunOutcome`]: finished (the global buffer, each output read where the layout says it
 //!   lives), a [`Fault`] naming the line and its node, `Unsupported`, or out of budget. An
-//!   [`Observer`] sees every executed meta-operator with what it read and wrote.
+//!   [`Observer`] sees every executed meta-operator with what it read and wrote; a
+//!   [`Localizer`] (`Chip::localizer`) finds the first node whose result leaves the reference
+//!   and the meta-operator that wrote its first wrong element.
 //! - [`schedule`]: which node each line belongs to.
 //!
 //! What it is not: a model of timing, energy or bit-level precision (weights and inputs are
@@ -35,7 +37,7 @@ pub use error::{LoadError, LoadErrorKind};
 pub use flow::{Flow, Flows, Level, Op};
 pub use layout::Layout;
 pub use machine::{
-    Access, Chip, ChipBuilder, Fault, FaultKind, Finished, InputQueue, MachineOptions, NodeWeights,
-    Observer, OpEvent, OutputValue, RunOutcome, SetupError, Trace,
+    Access, Chip, ChipBuilder, Divergence, Fault, FaultKind, Finished, InputQueue, Localizer,
+    MachineOptions, NodeWeights, Observer, OpEvent, OutputValue, RunOutcome, SetupError, Trace,
 };
 pub use tensor::Tensor;

@@ -5,7 +5,7 @@
 
 use std::path::PathBuf;
 
-use pimdiff_cim_mlc::machine::{Chip, InputQueue, MachineOptions, RunOutcome};
+use pimdiff_cim_mlc::machine::{Chip, Divergence, InputQueue, MachineOptions, RunOutcome, Writer};
 use pimdiff_cim_mlc::{Flows, Layout, Level, NodeWeights, Tensor};
 
 struct Fixture {
@@ -337,6 +337,120 @@ fn depthwise_tiny() {
     // (`weight_block` [1, 1]) while the windows are k·k·C_in = 36 rows: rows 16-35 of every
     // window meet no block, and no pixel is ever complete.
     assert_eq!(values(&chip.run(Level::Wordline)), vec![None; 256]);
+}
+
+#[test]
+fn the_localizer_names_the_first_node_that_differs_and_its_writer() {
+    // conv, Relu, MaxPool all agree at the core level: each checked after its last line, Relu's
+    // result before the pooling overwrites it in place.
+    let f = fixture("conv-relu-pool-tiny");
+    let (x, w) = (tensor(&[1, 4, 8, 8], 5), tensor(&[8, 4, 3, 3], 6));
+    let (c, r) = (conv(&x, &w, 1, 1, 1), relu(&conv(&x, &w, 1, 1, 1)));
+    let p = maxpool2(&r);
+    let chip = Chip::builder(&f.layout, &f.flows)
+        .input("input", x)
+        .weights("conv0", NodeWeights::conv(w, None))
+        .build()
+        .unwrap();
+    for level in [Level::Core, Level::Crossbar] {
+        let mut loc = chip
+            .localizer(level, &[("conv0", &c), ("relu0", &r), ("pool0", &p)])
+            .unwrap();
+        assert!(chip.run_observed(level, &mut loc).finished().is_some());
+        assert_eq!(
+            (loc.agreed.as_slice(), &loc.divergence),
+            (&[0, 1, 2][..], &None),
+            "{level}"
+        );
+    }
+
+    // With the Gemm's bias in the reference: the Gemm differs, written by its one line.
+    let f = fixture("flatten-gemm-example");
+    let (x, w, wg, bg) = (
+        tensor(&[1, 3, 4, 4], 13),
+        tensor(&[4, 3, 3, 3], 14),
+        tensor(&[5, 64], 15),
+        tensor(&[5], 16),
+    );
+    let c = conv(&x, &w, 1, 1, 1);
+    let flat = Tensor::new(vec![1, 64], c.values.clone()).unwrap();
+    let y: Vec<i64> = (0..5)
+        .map(|o| {
+            (0..64)
+                .map(|i| flat.values[i] * wg.values[o * 64 + i])
+                .sum::<i64>()
+                + bg.values[o]
+        })
+        .collect();
+    let y = Tensor::new(vec![1, 5], y).unwrap();
+    let chip = Chip::builder(&f.layout, &f.flows)
+        .input("input", x)
+        .weights("conv0", NodeWeights::conv(w, None))
+        .weights("gemm0", NodeWeights::gemm(wg, true, Some(bg.clone())))
+        .build()
+        .unwrap();
+    let mut loc = chip
+        .localizer(
+            Level::Core,
+            &[("conv0", &c), ("flatten0", &flat), ("gemm0", &y)],
+        )
+        .unwrap();
+    let _ = chip.run_observed(Level::Core, &mut loc);
+    assert_eq!(loc.agreed, vec![0, 1]);
+    let wrong = bg.values.iter().filter(|b| **b != 0).count();
+    assert_eq!(
+        loc.divergence,
+        Some(Divergence {
+            node: 2,
+            after_line: 7,
+            index: 0,
+            addr: 176,
+            got: Some(y.values[0] - bg.values[0]),
+            want: y.values[0],
+            writer: Some(Writer::Line(7)),
+            wrong,
+        })
+    );
+    assert_ne!(bg.values[0], 0, "the first element differs");
+    assert_eq!(
+        chip.localizer(Level::Core, &[("nope", &y)])
+            .unwrap_err()
+            .to_string(),
+        "`nope` is not a node of layout.json"
+    );
+
+    // The wordline level's Add writes nothing where its result should be.
+    let f = fixture("add-branches-wide");
+    let (x, wa, wb) = (
+        tensor(&[1, 3, 8, 8], 10),
+        tensor(&[4, 3, 3, 3], 11),
+        tensor(&[4, 3, 3, 3], 12),
+    );
+    let (a, b) = (conv(&x, &wa, 1, 1, 1), conv(&x, &wb, 1, 1, 1));
+    let sum = Tensor::new(
+        a.shape.clone(),
+        a.values.iter().zip(&b.values).map(|(p, q)| p + q).collect(),
+    )
+    .unwrap();
+    let chip = Chip::builder(&f.layout, &f.flows)
+        .input("input", x)
+        .weights("conv_a", NodeWeights::conv(wa, None))
+        .weights("conv_b", NodeWeights::conv(wb, None))
+        .options(options(InputQueue::Unbounded, true))
+        .build()
+        .unwrap();
+    let mut loc = chip
+        .localizer(
+            Level::Wordline,
+            &[("conv_a", &a), ("conv_b", &b), ("add0", &sum)],
+        )
+        .unwrap();
+    let _ = chip.run_observed(Level::Wordline, &mut loc);
+    let d = loc.divergence.unwrap();
+    assert_eq!(
+        (loc.agreed, d.node, d.addr, d.got, d.writer, d.wrong),
+        (vec![0, 1], 2, 896, None, None, 256)
+    );
 }
 
 #[test]

@@ -25,6 +25,7 @@ mod arith;
 mod buffer;
 mod fault;
 mod geometry;
+mod localize;
 mod observe;
 mod step;
 mod weights;
@@ -35,6 +36,7 @@ use std::rc::Rc;
 
 pub use self::buffer::{BufferError, GlobalBuffer, Writer};
 pub use self::fault::{Fault, FaultKind, Finished, NodeRef, OutputValue, RunOutcome, SetupError};
+pub use self::localize::{Divergence, Localizer};
 pub use self::observe::{Access, Observer, OpEvent, Trace, TraceEntry};
 pub use self::weights::NodeWeights;
 
@@ -372,6 +374,41 @@ impl<'a> Chip<'a> {
     /// Where the line with index `index` (0-based, as in `Flow::lines`) of `level` comes from.
     pub fn origin(&self, level: Level, index: usize) -> Option<Origin> {
         self.origins.get(&level)?.get(index).copied().flatten()
+    }
+
+    /// An observer that finds where a run of `level` first leaves the reference: `references`
+    /// are nodes' results in ONNX's order (a node's first output), by node name; each is
+    /// compared at the node's result address once the node's last line of `level` ran. Nodes
+    /// with no line there, or no address, are not compared.
+    pub fn localizer(
+        &self,
+        level: Level,
+        references: &[(&str, &Tensor)],
+    ) -> Result<Localizer, SetupError> {
+        let origins = self.origins.get(&level).ok_or(SetupError::NoFlow(level))?;
+        let flow = self.flows.get(level).ok_or(SetupError::NoFlow(level))?;
+        let mut last: BTreeMap<usize, u32> = BTreeMap::new();
+        for (line, origin) in flow.lines.iter().zip(origins) {
+            if let (Some(o), Some(_)) = (origin, line.op()) {
+                last.insert(o.node, line.number);
+            }
+        }
+        let mut checks = BTreeMap::new();
+        for (name, tensor) in references {
+            let node = self
+                .layout
+                .node(name)
+                .ok_or_else(|| SetupError::Unknown(name.to_string(), "node"))?;
+            let addr = node.output_addr().and_then(|a| u64::try_from(a).ok());
+            if let (Some(addr), Some(&line)) = (addr, last.get(&node.index)) {
+                checks.insert(node.index, (addr, tensor.buffer_order(), line));
+            }
+        }
+        Ok(Localizer {
+            checks,
+            agreed: Vec::new(),
+            divergence: None,
+        })
     }
 
     /// Run the flow of `level` from the initial state.
