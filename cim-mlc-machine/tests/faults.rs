@@ -605,8 +605,8 @@ fn what_the_machine_does_not_model_is_no_fault() {
     );
     assert_eq!(
         core("Add - 0 - 0 - 2 - 1 - 4\n", &[1, 2]).to_string(),
-        "line 1: `Add` is not modelled: operands of 2 and 1 elements: the flow does not say how \
-         one broadcasts to the other"
+        "line 1: `Add` is not modelled: operands of 2 and 1 elements, and no shapes of the \
+         node's that say how one broadcasts to the other"
     );
     assert_eq!(run.kind(), "unsupported");
 }

@@ -209,6 +209,38 @@ fn relu_alu_and_broadcasting() {
 }
 
 #[test]
+fn lower_level_alu_broadcasts_with_the_nodes_shapes() {
+    // The crossbar level prints element counts; the node's ifmsize and its constant's shape
+    // say how they broadcast.
+    let spec = Spec {
+        nodes: vec![node(
+            0,
+            "mul",
+            "Mul",
+            "ALUop",
+            json!({
+            "ifmsize": [1, 2, 1, 2], "srcinit": "s", "memoryaddr": [0, 30, 50]}),
+        )],
+        inputs: vec![input("x", &[1, 2, 1, 2], 0)],
+        outputs: vec![output("y", 0, 50, &[1, 2, 1, 2])],
+        initializers: vec![("s".into(), vec![1, 2, 1, 1], Some(30))],
+        ..Spec::default()
+    };
+    let cells: Vec<Cell<'_>> = vec![("alu", 1.0, 0, &["Mul - 0 - 30 - 4 - 2 - 50"])];
+    let c = compile(&spec, None, Some(&cells), None);
+    let chip = c
+        .chip()
+        .input("x", t(&[1, 2, 1, 2], &[1, 2, 3, 4]))
+        .initializer("s", t(&[1, 2, 1, 1], &[2, -1]))
+        .build()
+        .unwrap();
+    assert_eq!(
+        outputs(&chip.run(Level::Crossbar)),
+        vec![vec![2, 4, -3, -4]]
+    );
+}
+
+#[test]
 fn layout_operators_follow_onnx_on_the_channel_fastest_buffer() {
     let spec = buffer_only(
         3,

@@ -683,7 +683,7 @@ impl<'c, 'a> Exec<'c, 'a> {
                 src,
                 dst,
             } => self.activation(*func, *len, *src, *dst),
-            Op::Alu(a) => self.alu(a),
+            Op::Alu(a) => self.alu(a, node),
             Op::Relayout(r) => self.relayout(r),
             Op::LoadWindow { pieces, xbs } => self.load_window(pieces, *xbs, node),
             Op::LoadVector { src, xbs, len } => self.load_vector(*src, *xbs, *len, node),

@@ -275,17 +275,13 @@ impl<'c> Exec<'c, '_> {
     }
 
     /// `Add - source1 - source2 - extent1 - extent2 - destination` and the other ALU
-    /// operations: element by element when both operands have one size; with ONNX's
-    /// broadcasting when the flow gives their shapes (core level).
-    pub(crate) fn alu(&mut self, a: &Alu) -> Result<(), Stop> {
-        match (&a.extent1, &a.extent2) {
-            (Extent::Len(n1), Extent::Len(n2)) => {
-                if n1 != n2 {
-                    return Err(Stop::Unsupported(format!(
-                        "operands of {n1} and {n2} elements: the flow does not say how one \
-                         broadcasts to the other"
-                    )));
-                }
+    /// operations: element by element when both operands have one size; otherwise with ONNX's
+    /// broadcasting over their shapes — printed at the core level, and at the lower levels (which
+    /// print element counts, CrossbarWise.py:507) the node's own: its `ifmsize` and its constant
+    /// operand's (`srcinit`), when their counts are the printed ones.
+    pub(crate) fn alu(&mut self, a: &Alu, node: Option<&Node>) -> Result<(), Stop> {
+        let (s1, s2) = match (&a.extent1, &a.extent2) {
+            (Extent::Len(n1), Extent::Len(n2)) if n1 == n2 => {
                 let x = self.read(a.src1, *n1)?;
                 let y = self.read(a.src2, *n2)?;
                 let out = x
@@ -293,27 +289,53 @@ impl<'c> Exec<'c, '_> {
                     .zip(&y)
                     .map(|(p, q)| arith::alu(a.op, *p, *q))
                     .collect::<Result<Vec<_>, _>>()?;
-                self.write(a.dst, &out)
+                return self.write(a.dst, &out);
             }
-            (Extent::Shape(s1), Extent::Shape(s2)) => {
-                let (s1, n1) = shape(s1, "extent1")?;
-                let (s2, n2) = shape(s2, "extent2")?;
-                let out_shape = arith::broadcast_shape(&s1, &s2).ok_or_else(|| {
-                    mismatch(format!("shapes {s1:?} and {s2:?} do not broadcast"))
-                })?;
-                let x = from_buffer_order(&s1, &self.read(a.src1, n1 as i64)?);
-                let y = from_buffer_order(&s2, &self.read(a.src2, n2 as i64)?);
-                let n = element_count(&out_shape)
-                    .ok_or_else(|| bad(format!("the broadcast shape {out_shape:?} overflows")))?;
-                self.fits(a.dst, n as u64)?;
-                self.charge(n as u64)?;
-                let out = arith::alu_broadcast(a.op, (&x, &s1), (&y, &s2), &out_shape)?;
-                self.write(a.dst, &to_buffer_order(&out_shape, &out))
+            (Extent::Len(n1), Extent::Len(n2)) => {
+                self.node_shapes(node, *n1, *n2).ok_or_else(|| {
+                    Stop::Unsupported(format!(
+                        "operands of {n1} and {n2} elements, and no shapes of the node's that \
+                         say how one broadcasts to the other"
+                    ))
+                })?
             }
-            _ => Err(Stop::Unsupported(
-                "one operand given by its shape, the other by its length".into(),
-            )),
-        }
+            (Extent::Shape(s1), Extent::Shape(s2)) => (s1.clone(), s2.clone()),
+            _ => {
+                return Err(Stop::Unsupported(
+                    "one operand given by its shape, the other by its length".into(),
+                ))
+            }
+        };
+        let (s1, n1) = shape(&s1, "extent1")?;
+        let (s2, n2) = shape(&s2, "extent2")?;
+        let out_shape = arith::broadcast_shape(&s1, &s2)
+            .ok_or_else(|| mismatch(format!("shapes {s1:?} and {s2:?} do not broadcast")))?;
+        let x = from_buffer_order(&s1, &self.read(a.src1, n1 as i64)?);
+        let y = from_buffer_order(&s2, &self.read(a.src2, n2 as i64)?);
+        let n = element_count(&out_shape)
+            .ok_or_else(|| bad(format!("the broadcast shape {out_shape:?} overflows")))?;
+        self.fits(a.dst, n as u64)?;
+        self.charge(n as u64)?;
+        let out = arith::alu_broadcast(a.op, (&x, &s1), (&y, &s2), &out_shape)?;
+        self.write(a.dst, &to_buffer_order(&out_shape, &out))
+    }
+
+    /// An ALU node's operand shapes, `ifmsize` and its constant's (`srcinit`,
+    /// utils/util.py:354-355; the initializer's shape in layout.json), if they hold `n1` and
+    /// `n2` elements.
+    fn node_shapes(&self, node: Option<&Node>, n1: i64, n2: i64) -> Option<(Vec<i64>, Vec<i64>)> {
+        let node = node?;
+        let first = node.ints("ifmsize")?;
+        let init = node.attrs.get("srcinit")?.as_str()?;
+        let second = &self
+            .chip
+            .layout
+            .initializers
+            .iter()
+            .find(|i| i.name == init)?
+            .shape;
+        let count = |s: &[i64]| s.iter().try_fold(1i64, |n, d| n.checked_mul(*d));
+        (count(&first) == Some(n1) && count(second) == Some(n2)).then(|| (first, second.clone()))
     }
 
     /// `Flatten`, `Reshape`, `Transpose`: the tensor at `source` (its `ifmsize`, in the buffer's
