@@ -27,6 +27,9 @@ pub const MAX_BUFFER_ELEMENTS: u64 = 1 << 24;
 /// The most cores, and crossbars per core, the machine models.
 pub const MAX_CORES: usize = 1 << 16;
 
+/// The most crossbars on a chip the machine models.
+pub const MAX_CROSSBARS: usize = 1 << 20;
+
 /// `layout.json`, the part the machine uses.
 #[derive(Clone, Debug)]
 pub struct Layout {
@@ -525,11 +528,12 @@ fn chip_shape(chip: &RawChip) -> Result<ChipShape, (String, String)> {
         return Err(("arch.chip.cores".into(), "no cores".into()));
     };
     let xbs = core0.xb.len();
-    if cores > MAX_CORES || xbs == 0 || xbs > MAX_CORES {
+    if cores > MAX_CORES || xbs == 0 || xbs > MAX_CORES || cores * xbs > MAX_CROSSBARS {
         return Err((
             "arch.chip.cores".into(),
             format!(
-                "{cores} cores of {xbs} crossbars: the machine models 1 to {MAX_CORES} of each"
+                "{cores} cores of {xbs} crossbars: the machine models 1 to {MAX_CORES} of each, \
+                 at most {MAX_CROSSBARS} crossbars"
             ),
         ));
     }

@@ -2,16 +2,16 @@
 //! (`CIM.read_xb`) or of wordline slices (`CIM.read_wl`), and read-outs of results.
 //!
 //! A crossbar holds inputs loaded into it until an activation takes them, oldest first
-//! ([`super::InputQueue`]). A convolution's and the crossbar level's Gemm's results go where the
-//! code generator's records put them, since no instruction names a destination: the `k`-th
-//! activation of copy `d` of a node's weights computes its output unit `d + k·dup` — output
-//! pixel `u` of a convolution has its `OC` channels at `memoryaddr[-1] + u·OC` ("data layerout:
-//! (H,W,CHANNEL)", `cycle_record[ComNum*OC:(ComNum+1)*OC]`, codegen/CrossbarWise.py:198, :271),
-//! input row `u` of a Gemm its results at `memoryaddr[-1] + u·K` (CrossbarWise.py:319-338); a
-//! convolution's window must be that pixel's. At the wordline level a convolution's pixel needs every
-//! weight block of its `weight_reorder` (WordlineWise.py:268-297), and its channels are written
-//! when their last block arrives; a Gemm's results stay in the crossbars until a
-//! `load - [x]` or `Add-[..]` reads them out (WordlineWise.py:379-391).
+//! ([`super::InputQueue`]). No convolution's activation names a destination; CIM-MLC's records
+//! say where its result goes. At the crossbar level the `k`-th activation of copy `d` of a
+//! node's weights computes output unit `d + k·dup` — pixel `u` of a convolution has its `OC`
+//! channels at `memoryaddr[-1] + u·OC` ("data layerout: (H,W,CHANNEL)",
+//! `cycle_record[ComNum*OC:(ComNum+1)*OC]`, codegen/CrossbarWise.py:198, :271), input row `u` of
+//! a Gemm its results at `memoryaddr[-1] + u·K` (CrossbarWise.py:319-338) — and a convolution's
+//! window must be that pixel's. At the wordline level a convolution's chunk is found the pixel
+//! it belongs to by its addresses (`super::geometry`), and the pixel's channels are written once
+//! every row block of the matrix meeting its inputs arrived; a Gemm's results stay in the
+//! crossbars until a `load - [x]` or `Add-[..]` reads them out (WordlineWise.py:379-391).
 
 use std::rc::Rc;
 
@@ -54,6 +54,7 @@ impl<'c> Exec<'c, '_> {
         node: Option<&Node>,
         xbs: std::ops::RangeInclusive<usize>,
     ) -> Result<(), Stop> {
+        self.charge(xbs.clone().count() as u64)?;
         let Some(node) = node.filter(|n| n.is_weighted()) else {
             return Ok(());
         };
