@@ -11,7 +11,7 @@
 //!   fork copies the harness's page tables: `/bin/true` spawned and waited for in 0.8 ms with
 //!   posix_spawn, 50 ms with a hook once the harness holds 1 GiB (`--ballast 1024`). The group comes from
 //!   posix_spawn's own `setpgid` (`process_group(0)`); address-space randomization is turned
-//!   off on the spawning thread around the spawn ([`pin`]). For the same reason a bare program
+//!   off on the spawning thread around the spawn (`pin`). For the same reason a bare program
 //!   name is looked up here when the pinned environment changes `PATH`.
 //! * **Deadline without polling.** The waiting thread sleeps in one `poll` on a pidfd of the
 //!   leader (readable when it exits) and on both output pipes, with the deadline as its timeout.
