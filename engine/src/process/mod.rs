@@ -34,6 +34,7 @@
 mod capture;
 mod group;
 mod pin;
+pub mod pool;
 mod server;
 mod watch;
 
@@ -48,6 +49,7 @@ use serde::{Deserialize, Serialize};
 pub use capture::Captured;
 pub use group::{kill_all, kill_scope, scope, set_scope, Scope};
 pub use pin::{Environment, Pinning};
+pub use pool::{scratch_dir, Dirs, PoolError, Recipe, ServerPool};
 pub use server::{Answer, Server};
 
 /// How long a program may run and how much it may use.
