@@ -1,5 +1,6 @@
 //! The driver against the real CIM-MLC, when `CIM_MLC_DIR` names a tree of
-//! `scripts/build-cim-mlc.sh` (CI builds one); without it each test says so and passes.
+//! `scripts/build-cim-mlc.sh` (CI builds one); without it each test says so and passes. The
+//! tests share one served context and take turns, so that torch is imported once.
 
 use std::time::Duration;
 
@@ -10,6 +11,26 @@ use pimdiff_target_cim_mlc::driver::{Compile, Driver, Protocol};
 use pimdiff_target_cim_mlc::generate::{NetConfig, Setting};
 use pimdiff_target_cim_mlc::network::{Network, Node, Op, Spelling, Src};
 use pimdiff_target_cim_mlc::tree::Tree;
+
+/// The shared context (served, 60 s per compile) and the lock the tests take turns with.
+fn shared() -> Option<(std::sync::MutexGuard<'static, ()>, &'static CaseContext)> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    static CTX: std::sync::OnceLock<Option<CaseContext>> = std::sync::OnceLock::new();
+    let guard = LOCK.lock().unwrap_or_else(|p| p.into_inner());
+    let ctx = CTX
+        .get_or_init(|| {
+            tree().map(|t| {
+                CaseContext::new(
+                    NetConfig::default(),
+                    t,
+                    Duration::from_secs(60),
+                    Protocol::Serve,
+                )
+            })
+        })
+        .as_ref()?;
+    Some((guard, ctx))
+}
 
 fn tree() -> Option<Tree> {
     match std::env::var_os("CIM_MLC_DIR") {
@@ -119,23 +140,21 @@ fn a_convolution_without_its_default_strides_crashes_cim_mlc_at_its_line() {
 
 #[test]
 fn served_and_process_per_case_compiles_write_the_same_flows() {
-    let Some(tree) = tree() else { return };
+    let Some((_turn, ctx)) = shared() else { return };
     let case = conv_case(EXPLICIT, Api::Crossbar);
     let files = case.files().unwrap();
-    let flows = |p| {
-        let d = Driver::new(&tree, Duration::from_secs(60), p);
-        let c = d.compile(&pimdiff_target_cim_mlc::driver::CaseFiles {
-            model: &files.model,
-            arch_py: &files.arch_py,
-            case_json: &files.case_json,
-        });
-        d.shutdown();
-        match c.result {
-            Compile::Compiled(o) => o.flows,
-            other => panic!("{p:?}: {other:?}"),
-        }
+    let flows = |c: pimdiff_target_cim_mlc::driver::Compiled| match c.result {
+        Compile::Compiled(o) => o.flows,
+        other => panic!("{other:?}"),
     };
-    assert_eq!(flows(Protocol::Serve), flows(Protocol::Process));
+    let served = flows(ctx.compile(&files));
+    let d = Driver::new(&ctx.tree, Duration::from_secs(60), Protocol::Process);
+    let per_case = flows(d.compile(&pimdiff_target_cim_mlc::driver::CaseFiles {
+        model: &files.model,
+        arch_py: &files.arch_py,
+        case_json: &files.case_json,
+    }));
+    assert_eq!(served, per_case);
 }
 
 #[test]
