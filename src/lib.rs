@@ -10,6 +10,7 @@
 //! | `pimdiff-target-pimsim` | [`targets::tensor`], and [`check`], [`compilers`], [`triage`], [`report`], [`interop`], [`corpus`], [`fuzz_targets`] | conv2d/MVM cases in the PIMSim ISA through the bundle protocol |
 //! | `pimdiff-target-pimcomp` | [`targets::pimcomp_nn`] | PIMCOMP-NN: random networks through the real compiler |
 //! | `pimdiff-target-puma` | [`targets::puma`] | the PUMA compiler, checked on the PUMA machine |
+//! | `pimdiff-target-cim-mlc` | [`targets::cim_mlc`] | CIM-MLC: ONNX networks, its meta-operator flows run at every granularity |
 //!
 //! This crate adds the CLI ([`cli`], feature `cli`) and [`registry`]: which targets
 //! `pimdiff hunt --target` knows, and how each is built from its flags. Adding a target is its
@@ -27,6 +28,7 @@ pub use pimdiff_target_pimsim::{check, compilers, corpus, fuzz_targets, interop,
 
 /// The compilers under test, one crate each.
 pub mod targets {
+    pub use pimdiff_target_cim_mlc as cim_mlc;
     pub use pimdiff_target_pimcomp as pimcomp_nn;
     pub use pimdiff_target_pimsim as tensor;
     pub use pimdiff_target_puma as puma;

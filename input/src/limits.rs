@@ -83,6 +83,8 @@ pub const MAX_TABLE_BYTES: Limit = limit("MAX_TABLE_BYTES", 2 << 30);
 /// An ONNX model for `import-onnx`: a case's weight is at most 2^24 elements, 128 MiB even
 /// as float64.
 pub const MAX_ONNX_MODEL_BYTES: Limit = limit("MAX_ONNX_MODEL_BYTES", 1 << 28);
+/// A CIM-MLC tree's `manifest.json` (`scripts/build-cim-mlc.sh`; it lists the pinned packages).
+pub const MAX_TREE_MANIFEST_BYTES: Limit = limit("MAX_TREE_MANIFEST_BYTES", 1 << 20);
 /// A cargo-fuzz artifact: libFuzzer's inputs are a few KiB (`-max_len` defaults to 4096).
 pub const MAX_FUZZ_ARTIFACT_BYTES: Limit = limit("MAX_FUZZ_ARTIFACT_BYTES", 1 << 20);
 

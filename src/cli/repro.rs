@@ -3,8 +3,10 @@
 //!
 //! A finding of another target is dispatched on its `finding.json`'s `target`: a PUMA
 //! finding (`puma`) runs the PUMA driver again on the saved files, in the saved tree or
-//! `--puma-dir` / `--puma-sanitize-dir` (`targets::puma::repro`), prints the outcome and
-//! exits 1 while it still shows the saved signature, 0 once it does not.
+//! `--puma-dir` / `--puma-sanitize-dir` (`targets::puma::repro`), a CIM-MLC finding
+//! (`cim-mlc`) CIM-MLC in the saved tree or `--cim-mlc-dir` (`targets::cim_mlc::repro`); each
+//! prints the outcome and exits 1 while it still shows the saved signature, 0 once it does
+//! not.
 //!
 //! Exit codes (`pimdiff::cli::exit_codes`): 0 the case passes; 1 a finding (mismatch, fault,
 //! deadlock, compile error, timeout, race, bogus unsupported, …, or an `expected.npy` that
@@ -23,6 +25,7 @@ use crate::cli::exit_codes::help;
 use crate::cli::{exit_with, EXIT_FINDING, EXIT_NO_VERDICT, EXIT_OK};
 use crate::corpus::{check_entry, load_entry, EntryResult};
 use crate::finding::Verdict;
+use crate::registry::cim_mlc::CimMlcTreeArgs;
 use crate::registry::puma::PumaTreeArgs;
 use crate::registry::tensor::CompilerArgs;
 use crate::targets::tensor::generate::describe_case;
@@ -52,11 +55,17 @@ pub struct Args {
     pub compiler: CompilerArgs,
     #[command(flatten)]
     pub puma: PumaTreeArgs,
+    #[command(flatten)]
+    pub cim_mlc: CimMlcTreeArgs,
 }
 
 pub fn main(args: Args) -> anyhow::Result<ExitCode> {
     if crate::targets::puma::repro::is_puma_finding(&args.dir) {
         let verdict = crate::registry::puma::repro(&args.dir, &args.puma)?;
+        return Ok(exit_with(verdict));
+    }
+    if crate::targets::cim_mlc::repro::is_cim_mlc_finding(&args.dir) {
+        let verdict = crate::registry::cim_mlc::repro(&args.dir, &args.cim_mlc)?;
         return Ok(exit_with(verdict));
     }
     args.compiler.check()?;

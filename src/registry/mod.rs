@@ -4,6 +4,7 @@
 //! [`TargetFlags`] and one arm of [`TargetFlags::hunt`]. A flag of one target is refused with
 //! any other ([`check_flags`]), read from the groups' own definitions.
 
+pub mod cim_mlc;
 pub mod flags;
 pub mod pimcomp;
 pub mod puma;
@@ -26,6 +27,9 @@ pub enum TargetName {
     PimcompNn,
     /// Random networks through the PUMA compiler (`puma-driver`), checked on the PUMA machine.
     Puma,
+    /// Random ONNX networks through CIM-MLC, its meta-operator flows run on the CIM-MLC
+    /// machine at every granularity.
+    CimMlc,
 }
 
 /// The flags that choose and describe the compiler under test: `--target` and each target's
@@ -33,8 +37,8 @@ pub enum TargetName {
 #[derive(clap::Args, Debug)]
 pub struct TargetFlags {
     /// What to hunt: `cases` (conv2d/MVM through the in-repo compiler or --compiler-cmd),
-    /// `pimcomp-nn` (random networks through the real PIMCOMP-NN) or `puma` (random networks
-    /// through the PUMA compiler).
+    /// `pimcomp-nn` (random networks through the real PIMCOMP-NN), `puma` (random networks
+    /// through the PUMA compiler) or `cim-mlc` (random ONNX networks through CIM-MLC).
     #[arg(long, value_enum, default_value = "cases")]
     pub target: TargetName,
     #[command(flatten)]
@@ -45,6 +49,8 @@ pub struct TargetFlags {
     pub pimcomp: pimcomp::PimcompTargetArgs,
     #[command(flatten)]
     pub puma: puma::PumaTargetArgs,
+    #[command(flatten)]
+    pub cim_mlc: cim_mlc::CimMlcTargetArgs,
     #[command(flatten)]
     pub coverage: CoverageArgs,
 }
@@ -69,6 +75,7 @@ impl TargetFlags {
             TargetName::Cases => tensor::hunt(self, cfg, control, guided),
             TargetName::PimcompNn => pimcomp::hunt(self, cfg, control, guided),
             TargetName::Puma => puma::hunt(self, cfg, control, guided),
+            TargetName::CimMlc => cim_mlc::hunt(self, cfg, control, guided),
         }
     }
 }
@@ -127,16 +134,22 @@ fn target_flags(target: TargetName) -> Vec<String> {
             longs(tensor::CompilerArgs::augment_args(clap::Command::new("c"))),
         ]
         .concat(),
-        TargetName::PimcompNn | TargetName::Puma => {
+        TargetName::PimcompNn | TargetName::Puma | TargetName::CimMlc => {
             let shared = ["max-channels", "max-spatial", "max-kernel"];
-            let mut v = if target == TargetName::Puma {
-                longs(puma::PumaTargetArgs::augment_args(clap::Command::new("p")))
-            } else {
-                longs(pimcomp::PimcompTargetArgs::augment_args(
+            let mut v = match target {
+                TargetName::Puma => {
+                    longs(puma::PumaTargetArgs::augment_args(clap::Command::new("p")))
+                }
+                TargetName::CimMlc => longs(cim_mlc::CimMlcTargetArgs::augment_args(
                     clap::Command::new("p"),
-                ))
+                )),
+                _ => longs(pimcomp::PimcompTargetArgs::augment_args(
+                    clap::Command::new("p"),
+                )),
             };
-            v.extend(longs(CoverageArgs::augment_args(clap::Command::new("v"))));
+            if target != TargetName::CimMlc {
+                v.extend(longs(CoverageArgs::augment_args(clap::Command::new("v"))));
+            }
             v.extend(
                 generator
                     .into_iter()
@@ -151,7 +164,12 @@ fn target_flags(target: TargetName) -> Vec<String> {
 /// a flag silently ignored would make a hunt test something else than its user thinks.
 /// `given` holds the long names of the flags given on the command line.
 pub fn check_flags(target: TargetName, given: &[String]) -> anyhow::Result<()> {
-    let all = [TargetName::Cases, TargetName::PimcompNn, TargetName::Puma];
+    let all = [
+        TargetName::Cases,
+        TargetName::PimcompNn,
+        TargetName::Puma,
+        TargetName::CimMlc,
+    ];
     let flags: Vec<(TargetName, Vec<String>)> = all.iter().map(|&t| (t, target_flags(t))).collect();
     let takers = |flag: &String| -> Vec<TargetName> {
         flags
@@ -182,6 +200,7 @@ impl TargetName {
             TargetName::Cases => "cases",
             TargetName::PimcompNn => "pimcomp-nn",
             TargetName::Puma => "puma",
+            TargetName::CimMlc => "cim-mlc",
         }
     }
 }

@@ -25,7 +25,7 @@
 //! and on disk as `OUT/corpus/k<index>/` (the target's case files and `entry.json`), written
 //! atomically. A mutant has no seed to regenerate it from, so the mutants of the cases the
 //! engine may still need (a finding's, a hung one's) are kept in memory by index: saving,
-//! cause grouping and triage read them through [`Guide::recorded`].
+//! cause grouping and triage read them through `Guide::recorded`.
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};

@@ -12,11 +12,11 @@
 //!    that hangs is a `timeout` finding, its thread abandoned; a panic of the target is a
 //!    `crash` finding); outcomes are counted and failing cases bucketed by signature, keeping
 //!    each bucket's *lowest* index. Each new bucket is saved to disk at once, unminimized
-//!    ([`early_save`]).
-//! 2. **Triage** ([`settle`]): buckets with the same cheap cause merge ([`grouping`]); one
+//!    (`early_save`).
+//! 2. **Triage** (`settle`): buckets with the same cheap cause merge ([`grouping`]); one
 //!    representative per cause is minimized ([`shrink`]) and judged by the target; causes
 //!    with the same final signature are one finding. Jobs run on detached threads under the
-//!    same kind of watchdog ([`jobs`]).
+//!    same kind of watchdog (`jobs`).
 //! 3. **Saving**: each finding's triaged form replaces its unminimized directories; the summary
 //!    is written ([`crate::summary`]).
 //!

@@ -11,7 +11,7 @@
 //!   fork copies the harness's page tables: `/bin/true` spawned and waited for in 0.8 ms with
 //!   posix_spawn, 50 ms with a hook once the harness holds 1 GiB (`--ballast 1024`). The group comes from
 //!   posix_spawn's own `setpgid` (`process_group(0)`); address-space randomization is turned
-//!   off on the spawning thread around the spawn ([`pin`]). For the same reason a bare program
+//!   off on the spawning thread around the spawn (`pin`). For the same reason a bare program
 //!   name is looked up here when the pinned environment changes `PATH`.
 //! * **Deadline without polling.** The waiting thread sleeps in one `poll` on a pidfd of the
 //!   leader (readable when it exits) and on both output pipes, with the deadline as its timeout.
@@ -34,6 +34,7 @@
 mod capture;
 mod group;
 mod pin;
+pub mod pool;
 mod server;
 mod watch;
 
@@ -48,6 +49,7 @@ use serde::{Deserialize, Serialize};
 pub use capture::Captured;
 pub use group::{kill_all, kill_scope, scope, set_scope, Scope};
 pub use pin::{Environment, Pinning};
+pub use pool::{scratch_dir, Dirs, PoolError, Recipe, ServerPool};
 pub use server::{Answer, Server};
 
 /// How long a program may run and how much it may use.

@@ -1,0 +1,150 @@
+//! A case's outcome on the shared kinds, with a signature that stays the same for one root
+//! cause: what the engine deduplicates, groups and minimizes by.
+//!
+//! | what happened | kind | signature |
+//! |---|---|---|
+//! | an exception in CIM-MLC | `crash` | exception type, the innermost CIM-MLC frame's file and function, the message with its numbers abstracted |
+//! | the driver process died | `crash` | how it ended |
+//! | still compiling at the deadline | `hang` | `hang: compile` |
+//! | CIM-MLC declines the network | `unsupported` | — (counted per reason) |
+//! | a flow reads what nothing wrote, or outside a buffer | `fault` | granularity, fault kind, meta-operator |
+//! | a flow computes a wrong value | `mismatch` | the granularities that are wrong, the operator of the first wrong node, the meta-operator that wrote it |
+//! | the tooling could not judge | `poisoned` | — (counted, never a finding) |
+//!
+//! Line numbers and node indices stay out of signatures (a fix or a smaller network moves
+//! them); they are in the detail and the report.
+
+use pimdiff_engine::finding::{abstract_message, Kind, Signature};
+
+use crate::driver::{Compile, PyException};
+
+/// What a case came to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Outcome {
+    pub kind: Kind,
+    pub signature: Option<Signature>,
+    /// One line for people, with the specifics (lines, nodes, values).
+    pub detail: String,
+    /// A decline's reason (numbers abstracted), for the per-reason counts.
+    pub decline: Option<String>,
+}
+
+impl Outcome {
+    pub fn of_kind(kind: Kind, detail: String) -> Outcome {
+        Outcome {
+            kind,
+            signature: None,
+            detail,
+            decline: None,
+        }
+    }
+
+    pub fn finding(kind: Kind, signature: String, detail: String) -> Outcome {
+        Outcome {
+            kind,
+            signature: Some(Signature::new(kind, signature)),
+            detail,
+            decline: None,
+        }
+    }
+}
+
+/// The signature text of an exception: type, innermost CIM-MLC function, abstracted message.
+pub fn exception_signature(e: &PyException) -> String {
+    let at = e
+        .site()
+        .map(|f| format!(" in {}:{}", f.file, f.function))
+        .unwrap_or_default();
+    let first_line = e.message.lines().next().unwrap_or("");
+    let message: String = abstract_message(first_line).chars().take(120).collect();
+    format!("{}{at}: {message}", e.kind)
+}
+
+/// The outcome of a compile that did not produce flows (`None` for one that did).
+pub fn compile_outcome(compile: &Compile) -> Option<Outcome> {
+    Some(match compile {
+        Compile::Compiled(_) => return None,
+        Compile::Exception(e) => {
+            let site = e
+                .site()
+                .map(|f| format!(" at {}:{} ({})", f.file, f.line, f.function))
+                .unwrap_or_default();
+            Outcome::finding(
+                Kind::Crash,
+                exception_signature(e),
+                format!(
+                    "{}: {}{site}",
+                    e.kind,
+                    e.message.lines().next().unwrap_or("")
+                ),
+            )
+        }
+        Compile::Died { status, stderr } => {
+            let last = stderr
+                .lines()
+                .rev()
+                .map(str::trim)
+                .find(|l| !l.is_empty())
+                .unwrap_or("");
+            Outcome::finding(
+                Kind::Crash,
+                format!("the driver died ({})", abstract_message(status)),
+                format!("the driver process ended before answering ({status}): {last}"),
+            )
+        }
+        Compile::Hang { limit } => Outcome::finding(
+            Kind::Hang,
+            "compile".to_string(),
+            format!("CIM-MLC was still compiling after {limit:?}"),
+        ),
+        Compile::Unsupported(reason) => Outcome {
+            kind: Kind::Unsupported,
+            signature: None,
+            detail: format!("CIM-MLC's driver declines the network: {reason}"),
+            decline: Some(abstract_message(reason)),
+        },
+        Compile::Poisoned(why) => Outcome::of_kind(Kind::Poisoned, why.clone()),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::driver::Frame;
+
+    #[test]
+    fn an_exception_is_signed_by_type_site_and_abstracted_message() {
+        let e = PyException {
+            kind: "IndexError".into(),
+            module: None,
+            message: "index 0 is out of bounds for axis 3 with size 0".into(),
+            frames: vec![
+                Frame {
+                    file: "main.py".into(),
+                    line: 77,
+                    function: "main".into(),
+                },
+                Frame {
+                    file: "codegen/WordlineWise.py".into(),
+                    line: 271,
+                    function: "process_conv_node_wlm".into(),
+                },
+            ],
+            raised_in: None,
+        };
+        let o = compile_outcome(&Compile::Exception(e)).unwrap();
+        assert_eq!(o.kind, Kind::Crash);
+        assert_eq!(
+            o.signature.unwrap().to_string(),
+            "crash: IndexError in codegen/WordlineWise.py:process_conv_node_wlm: index N is out of bounds for axis N with size N"
+        );
+        assert!(o
+            .detail
+            .ends_with("at codegen/WordlineWise.py:271 (process_conv_node_wlm)"));
+        let hang = compile_outcome(&Compile::Hang {
+            limit: std::time::Duration::from_secs(30),
+        })
+        .unwrap();
+        assert_eq!(hang.signature.unwrap().to_string(), "hang: compile");
+    }
+}
