@@ -51,6 +51,11 @@ fn buffer_faults_name_the_address() {
             size: 1024
         }
     );
+    assert_eq!(kind(&run).name(), "read-never-written");
+    assert_eq!(
+        kind(&core("Mov - 0 - 1023 - 2\n", &[1, 2])).name(),
+        "out-of-bounds"
+    );
     assert_eq!(
         fault(&core("Mov - -1 - 0 - 1\n", &[1, 2])),
         "core line 1 `Mov - -1 - 0 - 1`: accesses global buffer address -1, outside the buffer of \

@@ -215,6 +215,41 @@ pub enum FaultKind {
     MissingAttribute { attr: &'static str },
 }
 
+impl FaultKind {
+    /// A stable kebab-case name of the kind, for signatures (`read-never-written`, …).
+    pub fn name(&self) -> &'static str {
+        use FaultKind::*;
+        match self {
+            ReadNeverWritten { .. } => "read-never-written",
+            OutOfBounds { .. } => "out-of-bounds",
+            Negative { .. } => "negative",
+            BadOperand { .. } => "bad-operand",
+            ShapeMismatch { .. } => "shape-mismatch",
+            Overflow => "overflow",
+            Inexact { .. } => "inexact",
+            DivideByZero => "divide-by-zero",
+            CoreOutOfChip { .. } => "core-out-of-chip",
+            CrossbarOutOfChip { .. } => "crossbar-out-of-chip",
+            NotACopy { .. } => "not-a-copy",
+            Conflict { .. } => "conflict",
+            CrossbarCount { .. } => "crossbar-count",
+            KernelShape { .. } => "kernel-shape",
+            NoWeights => "no-weights",
+            InputNotLoaded { .. } => "input-not-loaded",
+            InputOverrun { .. } => "input-overrun",
+            InputsDiffer { .. } => "inputs-differ",
+            LoadLength { .. } => "load-length",
+            OutputNotComputed { .. } => "output-not-computed",
+            Wordlines { .. } => "wordlines",
+            Block { .. } => "block",
+            NoCopy { .. } => "no-copy",
+            Window { .. } => "window",
+            ExtraCompute { .. } => "extra-compute",
+            MissingAttribute { .. } => "missing-attribute",
+        }
+    }
+}
+
 impl fmt::Display for FaultKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         use FaultKind::*;
