@@ -286,6 +286,29 @@ impl Flows {
         Ok(flows)
     }
 
+    /// The flows already read (a caller that holds the files' text, like a hunt whose compiler
+    /// wrote them into a directory it empties after each case); at least one, one per level.
+    pub fn from_flows(flows: Vec<Flow>) -> Result<Flows, LoadError> {
+        let mut out = Flows {
+            core: None,
+            crossbar: None,
+            wordline: None,
+        };
+        let mut first = None;
+        for flow in flows {
+            first.get_or_insert_with(|| flow.file.clone());
+            let slot = out.slot(flow.level);
+            if slot.is_some() {
+                return Err(LoadError::new(&flow.file, None, LoadErrorKind::NoFlow));
+            }
+            *slot = Some(flow);
+        }
+        match first {
+            Some(_) => Ok(out),
+            None => Err(LoadError::new(Path::new("."), None, LoadErrorKind::NoFlow)),
+        }
+    }
+
     /// The flow of `level`, if CIM-MLC wrote it.
     pub fn get(&self, level: Level) -> Option<&Flow> {
         match level {

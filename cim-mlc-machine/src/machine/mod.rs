@@ -371,6 +371,11 @@ impl<'a> Chip<'a> {
         self.layout
     }
 
+    /// The flows the chip runs.
+    pub fn flows(&self) -> &Flows {
+        self.flows
+    }
+
     /// Where the line with index `index` (0-based, as in `Flow::lines`) of `level` comes from.
     pub fn origin(&self, level: Level, index: usize) -> Option<Origin> {
         self.origins.get(&level)?.get(index).copied().flatten()

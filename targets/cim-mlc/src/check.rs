@@ -1,19 +1,33 @@
-//! The check of a compiled case: each granularity's flow run on the CIM-MLC machine with the
-//! case's input and weights placed where CIM-MLC's `layout.json` says, every network output
-//! compared exactly with the reference, the first node whose value is wrong and the
-//! meta-operator that wrote it found from the machine's trace; and the granularities compared
-//! with each other.
+//! The check of a compiled case: each granularity's flow run on the CIM-MLC machine
+//! (`pimdiff-cim-mlc`, `docs/cim-mlc-isa.md`) with the case's input and weights placed where
+//! CIM-MLC's `layout.json` says, every network output compared exactly with the reference, and
+//! the first node whose value is wrong and the meta-operator that wrote it found by the
+//! machine's localizer. Granularities that fail the same way are one finding.
+//!
+//! Two faults are systematic in CIM-MLC's lower levels (every wordline-level convolution
+//! loads all its windows before the first activation; a crossbar-level `Gemm` names one
+//! crossbar too many): a level that stops at one of them runs again past them, so that what
+//! else is wrong there is a finding of its own (`… (looking past input-overrun, …)`).
 
 use std::fmt::Write as _;
+use std::path::Path;
 
+use pimdiff_cim_mlc::machine::Writer;
+use pimdiff_cim_mlc::{
+    Chip, Divergence, Finished, Flow, Flows, InputQueue, Layout, Level as MLevel, MachineOptions,
+    NodeWeights, RunOutcome, Tensor,
+};
 use serde::{Deserialize, Serialize};
 
 use pimdiff_engine::finding::Kind;
 
 use crate::arch::Level;
 use crate::case::{CimCase, Files};
+use crate::data::{bias_name, weight_name, INPUT};
 use crate::driver::Output;
+use crate::network::Op;
 use crate::outcome::Outcome;
+use crate::reference::reference;
 
 /// One meta-operator of a flow.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -34,7 +48,8 @@ pub struct MetaOp {
 pub struct WrongValue {
     /// NCHW index.
     pub index: Vec<usize>,
-    pub got: i64,
+    /// `None`: nothing wrote it.
+    pub got: Option<i64>,
     pub want: i64,
 }
 
@@ -70,6 +85,10 @@ pub enum Verdict {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LevelCheck {
     pub level: Level,
+    /// The faults this run looks past (`input-overrun`, `crossbar-count`): empty for the strict
+    /// run; a second, lenient run of a level whose strict run stopped at one of them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub past: Vec<String>,
     #[serde(flatten)]
     pub verdict: Verdict,
     /// Meta-operators executed.
@@ -84,23 +103,302 @@ pub struct Check {
 
 /// Runs every flow of `out` (see the module docs).
 pub fn check(case: &CimCase, files: &Files, out: &Output) -> Check {
-    let levels = out
+    let unjudged = |why: String| Check {
+        levels: out
+            .flows
+            .keys()
+            .map(|&level| LevelCheck {
+                level,
+                past: Vec::new(),
+                verdict: Verdict::Unjudged { why: why.clone() },
+                executed: 0,
+            })
+            .collect(),
+    };
+    let reference = match reference(&case.network, &files.data) {
+        Ok(r) => r,
+        Err(e) => return unjudged(format!("no reference: {e}")),
+    };
+    let layout = match Layout::parse(Path::new("layout.json"), out.layout.as_bytes()) {
+        Ok(l) => l,
+        Err(e) => return unjudged(format!("layout.json: {e}")),
+    };
+    let parsed: Result<Vec<Flow>, _> = out
         .flows
-        .keys()
-        .map(|&level| run_level(case, files, out, level))
+        .iter()
+        .map(|(level, text)| Flow::parse(machine_level(*level), Path::new(level.file()), text))
         .collect();
+    let flows = match parsed.and_then(Flows::from_flows) {
+        Ok(f) => f,
+        Err(e) => return unjudged(format!("a flow cannot be read: {e}")),
+    };
+    let chip = match setup(case, files, &layout, &flows, MachineOptions::default()) {
+        Ok(c) => c,
+        Err(e) => return unjudged(format!("the machine cannot set the chip up: {e}")),
+    };
+    let references: Vec<(String, Tensor)> = case
+        .network
+        .nodes
+        .iter()
+        .enumerate()
+        .filter_map(|(i, n)| {
+            let r = &reference[i];
+            let t = Tensor::new(r.shape().to_vec(), r.iter().copied().collect()).ok()?;
+            Some((node_name(i, &n.op), t))
+        })
+        .collect();
+    let mut levels = Vec::new();
+    let mut lenient: Option<Result<Chip<'_>, String>> = None;
+    for &level in out.flows.keys() {
+        let strict = run_level(case, &reference, &references, &chip, level);
+        // A fault the hardware model stops on, but a systematic one (one of CIM-MLC's, at every
+        // such layer): the level runs again past it, so that what else is wrong there shows
+        // as a finding of its own instead of hiding behind it.
+        let stopped_at = match &strict.verdict {
+            Verdict::Fault { kind, .. } if LOOKED_PAST.contains(&kind.as_str()) => {
+                Some(kind.clone())
+            }
+            _ => None,
+        };
+        levels.push(strict);
+        if let Some(kind) = stopped_at {
+            let lenient =
+                lenient.get_or_insert_with(|| setup(case, files, &layout, &flows, LENIENT));
+            if let Ok(chip) = lenient {
+                let mut again = run_level(case, &reference, &references, chip, level);
+                again.past = LOOKED_PAST.iter().map(|s| s.to_string()).collect();
+                if !matches!(again.verdict, Verdict::Fault { kind: ref k, .. } if *k == kind) {
+                    levels.push(again);
+                }
+            }
+        }
+    }
     Check { levels }
 }
 
-/// One granularity on the machine.
-fn run_level(_case: &CimCase, _files: &Files, _out: &Output, level: Level) -> LevelCheck {
+/// The faults a second run looks past (see [`LevelCheck::past`]): the hardware holds one load
+/// per crossbar (or per row slice) until an activation reads it, and a crossbar range names
+/// exactly the node's crossbars.
+const LOOKED_PAST: [&str; 2] = ["input-overrun", "crossbar-count"];
+
+/// The machine's options of the run that looks past them.
+const LENIENT: MachineOptions = MachineOptions {
+    work_budget: 1 << 36,
+    input_queue: InputQueue::Unbounded,
+    exact_crossbar_ranges: false,
+};
+
+/// The machine's name of a granularity.
+fn machine_level(level: Level) -> MLevel {
+    match level {
+        Level::Core => MLevel::Core,
+        Level::Crossbar => MLevel::Crossbar,
+        Level::Wordline => MLevel::Wordline,
+    }
+}
+
+/// The chip with the case's input, weights and initializers placed where the layout says.
+fn setup<'a>(
+    case: &CimCase,
+    files: &Files,
+    layout: &'a Layout,
+    flows: &'a Flows,
+    options: MachineOptions,
+) -> Result<Chip<'a>, String> {
+    let tensor = |a: &ndarray::ArrayD<i64>| {
+        Tensor::new(a.shape().to_vec(), a.iter().copied().collect()).map_err(|e| e.to_string())
+    };
+    let mut b = Chip::builder(layout, flows).input(INPUT, tensor(&files.data.input)?);
+    for (i, node) in case.network.nodes.iter().enumerate() {
+        let param = |name: String| -> Result<Tensor, String> {
+            tensor(
+                files
+                    .data
+                    .params
+                    .get(&name)
+                    .ok_or_else(|| format!("no {name}"))?,
+            )
+        };
+        let weights = match &node.op {
+            Op::Conv { bias, .. } => NodeWeights::conv(
+                param(weight_name(i))?,
+                if *bias {
+                    Some(param(bias_name(i))?)
+                } else {
+                    None
+                },
+            ),
+            Op::Gemm { bias, trans_b, .. } => NodeWeights::gemm(
+                param(weight_name(i))?,
+                *trans_b,
+                if *bias {
+                    Some(param(bias_name(i))?)
+                } else {
+                    None
+                },
+            ),
+            Op::MatMul { .. } => NodeWeights::matmul(param(weight_name(i))?),
+            _ => continue,
+        };
+        b = b.weights(&node_name(i, &node.op), weights);
+    }
+    // Every initializer CIM-MLC gave an address (a constant operand, a reshape's shape).
+    for init in &layout.initializers {
+        if init.addr.is_none() {
+            continue;
+        }
+        let value = match files.data.params.get(&init.name) {
+            Some(a) => tensor(a)?,
+            None => Tensor::new(vec![2], vec![1, -1]).map_err(|e| e.to_string())?,
+        };
+        b = b.initializer(&init.name, value);
+    }
+    b.options(options).build().map_err(|e| e.to_string())
+}
+
+/// The ONNX node name `model.onnx` gives node `i`.
+fn node_name(i: usize, op: &Op) -> String {
+    format!("n{i}_{}", op.onnx_type().to_ascii_lowercase())
+}
+
+/// One granularity on the machine, localized.
+fn run_level(
+    case: &CimCase,
+    reference: &[ndarray::ArrayD<i64>],
+    references: &[(String, Tensor)],
+    chip: &Chip<'_>,
+    level: Level,
+) -> LevelCheck {
+    let ml = machine_level(level);
+    let refs: Vec<(&str, &Tensor)> = references.iter().map(|(n, t)| (n.as_str(), t)).collect();
+    let mut localizer = match chip.localizer(ml, &refs) {
+        Ok(l) => l,
+        Err(e) => {
+            return LevelCheck {
+                level,
+                past: Vec::new(),
+                verdict: Verdict::Unjudged { why: e.to_string() },
+                executed: 0,
+            }
+        }
+    };
+    let outcome = chip.run_observed(ml, &mut localizer);
+    let meta = |line: u32, node: Option<usize>| -> MetaOp {
+        let found = chip
+            .flows()
+            .get(ml)
+            .and_then(|f| f.lines.iter().find(|l| l.number == line));
+        MetaOp {
+            line: line as usize,
+            name: found
+                .and_then(|l| l.op())
+                .map_or(String::new(), |op| op.name().to_string()),
+            text: found.map_or(String::new(), |l| l.text.clone()),
+            node,
+        }
+    };
+    let (verdict, executed) = match outcome {
+        RunOutcome::Finished(f) => {
+            let verdict = compare_outputs(
+                case,
+                reference,
+                &f,
+                |d| {
+                    let by = match d.writer {
+                        Some(Writer::Line(line)) => Some(meta(line, Some(d.node))),
+                        _ => None,
+                    };
+                    (d.node, by)
+                },
+                localizer.divergence.as_ref(),
+            );
+            (verdict, f.ops)
+        }
+        RunOutcome::Fault(f) => (
+            Verdict::Fault {
+                kind: fault_name(&f.kind),
+                at: meta(f.line, f.node.as_ref().map(|n| n.index)),
+                detail: f.kind.to_string(),
+            },
+            0,
+        ),
+        other => (
+            Verdict::Unjudged {
+                why: other.to_string(),
+            },
+            0,
+        ),
+    };
     LevelCheck {
         level,
-        verdict: Verdict::Unjudged {
-            why: "the CIM-MLC machine is not in this build".into(),
-        },
-        executed: 0,
+        past: Vec::new(),
+        verdict,
+        executed,
     }
+}
+
+/// Every network output against the reference; the first wrong one with the localizer's
+/// divergence (the first node whose value differs, and who wrote it).
+fn compare_outputs(
+    case: &CimCase,
+    reference: &[ndarray::ArrayD<i64>],
+    finished: &Finished,
+    culprit: impl Fn(&Divergence) -> (usize, Option<MetaOp>),
+    divergence: Option<&Divergence>,
+) -> Verdict {
+    for (k, &node) in case.network.outputs.iter().enumerate() {
+        let name = crate::onnx::value_name(&case.network, crate::network::Src::Node(node));
+        let want = &reference[node];
+        let got: Vec<Option<i64>> = match finished.output(&name) {
+            Some(o) => o.values.clone(),
+            None => vec![None; want.len()],
+        };
+        let wrong: Vec<usize> = want
+            .iter()
+            .zip(got.iter().chain(std::iter::repeat(&None)))
+            .enumerate()
+            .filter(|(_, (w, g))| **g != Some(**w))
+            .map(|(i, _)| i)
+            .collect();
+        if let Some(&first) = wrong.first() {
+            let index = unravel(first, want.shape());
+            let (node, by) = match divergence.map(&culprit) {
+                Some((n, by)) => (Some(n), by),
+                None => (None, None),
+            };
+            return Verdict::Wrong {
+                output: k,
+                differing: wrong.len(),
+                total: want.len(),
+                first: WrongValue {
+                    index,
+                    got: got.get(first).copied().flatten(),
+                    want: want.iter().nth(first).copied().unwrap_or_default(),
+                },
+                op: node.map(|n| case.network.nodes[n].op.onnx_type().to_string()),
+                node,
+                by,
+            };
+        }
+    }
+    Verdict::Exact
+}
+
+/// The multi-index of element `flat` of an array of `shape` (row-major).
+fn unravel(mut flat: usize, shape: &[usize]) -> Vec<usize> {
+    let mut index = vec![0; shape.len()];
+    for (d, &n) in shape.iter().enumerate().rev() {
+        if n > 0 {
+            index[d] = flat % n;
+            flat /= n;
+        }
+    }
+    index
+}
+
+/// A fault kind's stable name (`read-never-written`).
+fn fault_name(kind: &pimdiff_cim_mlc::FaultKind) -> String {
+    kind.name().to_string()
 }
 
 impl Check {
@@ -109,8 +407,13 @@ impl Check {
     pub fn outcomes(&self, case: &CimCase) -> Vec<Outcome> {
         let _ = case;
         let mut out: Vec<Outcome> = Vec::new();
-        let mut groups: Vec<(String, Kind, Vec<Level>, String)> = Vec::new();
+        let mut groups: Vec<(String, Kind, Vec<String>, String)> = Vec::new();
         for l in &self.levels {
+            let label = if l.past.is_empty() {
+                l.level.name().to_string()
+            } else {
+                format!("{} (looking past {})", l.level.name(), l.past.join(", "))
+            };
             let (kind, key, detail) = match &l.verdict {
                 Verdict::Exact | Verdict::Unjudged { .. } => continue,
                 Verdict::Fault { kind, at, detail } => (
@@ -153,7 +456,7 @@ impl Check {
                             "{} flow: output {output}: {differing} of {total} elements differ (at {:?}: {} instead of {}){at}",
                             l.level.name(),
                             first.index,
-                            first.got,
+                            first.got.map_or("nothing written".to_string(), |g| g.to_string()),
                             first.want
                         ),
                     )
@@ -161,18 +464,17 @@ impl Check {
             };
             match groups.iter_mut().find(|g| g.0 == key && g.1 == kind) {
                 Some(g) => {
-                    g.2.push(l.level);
+                    g.2.push(label);
                     g.3.push_str("; ");
                     g.3.push_str(&detail);
                 }
-                None => groups.push((key, kind, vec![l.level], detail)),
+                None => groups.push((key, kind, vec![label], detail)),
             }
         }
-        for (key, kind, levels, detail) in groups {
-            let names: Vec<&str> = levels.iter().map(|l| l.name()).collect();
+        for (key, kind, labels, detail) in groups {
             out.push(Outcome::finding(
                 kind,
-                format!("{}: {key}", names.join("+")),
+                format!("{}: {key}", labels.join("+")),
                 detail,
             ));
         }
@@ -230,7 +532,12 @@ impl Check {
                 }
                 Verdict::Unjudged { why } => format!("not judged: {why}"),
             };
-            let _ = writeln!(r, "| {} | {v} | {} |", l.level.name(), l.executed);
+            let past = if l.past.is_empty() {
+                String::new()
+            } else {
+                format!(" (again, looking past {})", l.past.join(", "))
+            };
+            let _ = writeln!(r, "| {}{past} | {v} | {} |", l.level.name(), l.executed);
         }
         r.push('\n');
         r
