@@ -15,8 +15,8 @@
 //! - `<!-- book: exit N -->`: every command of the block must exit `N` (default 0);
 //! - `<!-- book: needs VAR -->`: run only where the environment sets `VAR` (`PIMCOMP_NN_BIN`,
 //!   `PUMA_DIR`: a build of that compiler; `PIMDIFF_PYTHON`: the Python with NumPy that
-//!   `scripts/setup-python.sh` makes, which is `python3` for the block); elsewhere the block is
-//!   reported as skipped, with the variable;
+//!   `scripts/setup-python.sh` makes, which is `python3` for the page; any other variable
+//!   likewise); elsewhere the block is reported as skipped, with the variable;
 //! - `<!-- book: not run: REASON -->`: never run (a command that takes minutes, or changes
 //!   the machine); the reason is printed.
 //!
@@ -350,11 +350,11 @@ fn run(
         .arg("-c")
         .arg(format!("exec 2>&1\n{command}"))
         .current_dir(cwd)
+        .envs(vars)
         .env("PATH", path)
         .env("NO_COLOR", "1")
         .env_remove("COLUMNS")
         .env_remove("CLICOLOR_FORCE")
-        .envs(vars)
         .output()
         .expect("running sh");
     (
@@ -363,17 +363,9 @@ fn run(
     )
 }
 
-/// The variables `needs` may name, from this test's environment.
+/// This test's environment: `needs VAR` is met when it sets `VAR` (to anything but nothing).
 fn environment() -> BTreeMap<String, String> {
-    ["PIMCOMP_NN_BIN", "PUMA_DIR", "PIMDIFF_PYTHON"]
-        .iter()
-        .filter_map(|v| {
-            std::env::var(v)
-                .ok()
-                .filter(|s| !s.is_empty())
-                .map(|s| (v.to_string(), s))
-        })
-        .collect()
+    std::env::vars().filter(|(_, v)| !v.is_empty()).collect()
 }
 
 /// `text` with the output lines of each rewrite replaced.
