@@ -211,8 +211,21 @@ fn a_hunt_attributes_and_records_a_pixel_only_bug_and_repro_replays_it() {
     );
     assert!(report.contains("- channel: pass\n"), "{report}");
     assert!(report.contains("Wrong: **pixel**"), "{report}");
-    // The correct compiler, switched to the recorded lowering by the entry: both pass.
-    let clean = check_entry(&entry, &RunConfig::default());
-    assert_eq!(clean.run.lowering_choice(), Some(LoweringChoice::Both));
-    assert_eq!(clean.result.outcome, Outcome::Pass);
+    // The finding records its injected bug and the lowering it went into, so the directory
+    // alone reproduces it: from the default configuration, the entry brings the bug back into
+    // the pixel lowering only.
+    assert_eq!(meta.injected_bug.as_deref(), Some("missing-bias"));
+    assert_eq!(entry.inject_into, Some(Lowering::Pixel));
+    let alone = check_entry(&entry, &RunConfig::default());
+    assert_eq!(alone.run.lowering_choice(), Some(LoweringChoice::Both));
+    assert!(
+        matches!(alone.result.outcome, Outcome::Mismatch(_)),
+        "{:?}",
+        alone.result.outcome
+    );
+    assert_eq!(
+        alone.result.attribution.expect("attributed").wrong,
+        Wrong::Second
+    );
+    assert_eq!(alone.meets_expectation, Some(true));
 }

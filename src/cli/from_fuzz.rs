@@ -25,7 +25,7 @@ use crate::check::outcome::Signature;
 use crate::check::{check_case, CaseResult, RunConfig};
 use crate::cli::exit_codes::help;
 use crate::cli::{exit, exit_with, EXIT_FINDING, EXIT_NO_VERDICT, EXIT_OK};
-use crate::corpus::save_finding;
+use crate::corpus::{record_compiler, save_finding};
 use crate::engine::shrink::MinimizeConfig;
 use crate::finding::{FindingMeta, MinimizationStats, Verdict};
 use crate::fuzz_targets::{lowering_case, lowering_gen_config, LoweringTarget};
@@ -129,7 +129,7 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
     }
     let dir = save(&args, &bytes, case, result, &run, stats)?;
     println!("saved:   {}", dir.display());
-    println!("reproduce: pimdiff repro {}", dir.display());
+    println!("reproduce: {}", repro_command(&dir, &args.compiler));
     Ok(exit(EXIT_FINDING))
 }
 
@@ -184,10 +184,8 @@ fn save(
     run: &RunConfig,
     stats: Option<MinimizationStats>,
 ) -> anyhow::Result<PathBuf> {
-    let signature = result
-        .outcome
-        .signature()
-        .expect("a finding has a signature");
+    // With its N-version attribution (`pixel only: …`), as `repro` shows it.
+    let signature = result.signature().expect("a finding has a signature");
     case.expected = result.oracle.take();
     let origin = format!(
         "From the cargo-fuzz target `{}`, artifact `{}` ({} bytes), converted by `pimdiff from-fuzz`{}.\n\n",
@@ -202,14 +200,16 @@ fn save(
         Some((title, rest)) => format!("{title}\n\n{origin}{rest}"),
         None => format!("{origin}{rendered}"),
     };
-    let meta = FindingMeta {
-        lowering: run.lowering_choice().map(|l| l.name().to_string()),
+    let mut meta = FindingMeta {
         generator: serde_json::to_value(lowering_gen_config(args.target)).unwrap_or_default(),
         minimization: stats,
         schedule: result.outcome.schedule().map(str::to_string),
         target: Some("cases".to_string()),
         ..FindingMeta::new(&signature, run.compiler.describe())
     };
+    // The injected bug, lowering and compiler options, so that `pimdiff repro DIR` compiles
+    // the case as it was checked here, from the directory alone.
+    record_compiler(&mut meta, run, &case, None);
     save_finding(
         &args.out_dir,
         &case,
@@ -219,6 +219,20 @@ fn save(
         &crate::report::attachments(&case, &result),
     )
     .with_context(|| format!("cannot save the finding to {}", args.out_dir.display()))
+}
+
+/// The `pimdiff repro` command that reproduces the saved finding: the directory records the
+/// in-repo compiler's injected bug, lowering and options, but not an external compiler's
+/// command, which must be given again.
+fn repro_command(dir: &Path, compiler: &CompilerArgs) -> String {
+    let mut command = format!("pimdiff repro {}", dir.display());
+    if let Some(cmd) = &compiler.compiler_cmd {
+        if compiler.compiler_protocol == Some(crate::registry::tensor::CompilerProtocol::Serve) {
+            command.push_str(" --compiler-protocol serve");
+        }
+        command.push_str(&format!(" --compiler-cmd '{}'", cmd.replace('\'', "'\\''")));
+    }
+    command
 }
 
 fn file_name(path: &Path) -> String {

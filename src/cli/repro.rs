@@ -83,6 +83,7 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
         .is_some_and(|e| e.mutation.is_some());
     if !curated && (args.compiler.compiler_cmd.is_some() || args.compiler.inject_bug.is_some()) {
         entry.mutation = args.compiler.inject_bug;
+        entry.inject_into = args.compiler.inject_into;
     }
     let base = args.compiler.run_config();
     let checked = check_entry(&entry, &base);

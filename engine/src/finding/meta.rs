@@ -14,6 +14,7 @@ pub const FINDING_JSON: &str = "finding.json";
 pub const META_FORMAT: u32 = 1;
 
 /// Where a hunt found the case: enough to regenerate the original, unminimized case.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Origin {
@@ -26,6 +27,7 @@ pub struct Origin {
 }
 
 /// How minimization went.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct MinimizationStats {
@@ -56,10 +58,11 @@ impl MinimizationStats {
 }
 
 /// `finding.json`: everything needed to understand and reproduce a saved finding.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FindingMeta {
-    /// Always [`META_FORMAT`].
+    /// `1` ([`META_FORMAT`]): the version of this format; a reader refuses another.
     pub format: u32,
     /// The signature's display form.
     pub signature: String,
@@ -67,10 +70,16 @@ pub struct FindingMeta {
     #[serde(default)]
     pub signature_detail: serde_json::Value,
     /// The outcome kind, e.g. `"mismatch"` (the signature's kind).
+    #[cfg_attr(
+        feature = "schema",
+        schemars(schema_with = "crate::summary::schema::kind")
+    )]
     pub outcome: String,
     /// What replay must observe today; at save time the bug is present, so this is the saved
     /// case's own outcome signature (what a rerun shows without localizing; `signature` may
-    /// be the localized cause). Edit it to `pass` once the bug is fixed.
+    /// be the localized cause). Edit it to `pass` once the bug is fixed. One of `pass`,
+    /// `unsupported`, `unsupported: TEXT`, an outcome kind, `finding`, `signature: SIG`.
+    #[cfg_attr(feature = "schema", schemars(with = "String"))]
     pub expect: Expectation,
     /// The compiler under test, in words.
     pub compiler: String,
@@ -99,7 +108,8 @@ pub struct FindingMeta {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub schedule: Option<String>,
     /// The injected miscompilation (`--inject-bug` name) of the hunt that found it, so that
-    /// `repro` and `replay` compile the case the same way (as `expect.json`'s `mutation`).
+    /// `repro` and `replay` compile the case the same way (as `expect.json`'s `mutation`); in
+    /// a `--lowering both` hunt, `details.injected_into` names the lowering it went into.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub injected_bug: Option<String>,
     /// The target that found it (`cases`, `pimcomp-nn`, `puma`); absent in findings saved
@@ -117,7 +127,9 @@ pub struct FindingMeta {
     /// sanitizer build.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sanitizer: Option<String>,
-    /// What only this finding's target records (pipelines, pinned time, …).
+    /// What only this finding's target records: for `cases`, the in-repo compiler's
+    /// `compile_options` and an N-version hunt's `injected_into`; for `pimcomp-nn`, its
+    /// pipelines and pinned time; for `puma`, the tree, quirks, pinning and data seed.
     #[serde(default, skip_serializing_if = "serde_json::Value::is_null")]
     pub details: serde_json::Value,
 }

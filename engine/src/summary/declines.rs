@@ -26,6 +26,7 @@ use serde::{Deserialize, Serialize};
 pub const DEFAULT_MARGIN: f64 = 0.05;
 
 /// The declines of a hunt and the verdict on them (`summary.json`'s `declines`).
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Declines {

@@ -11,6 +11,8 @@ use serde::{Deserialize, Serialize};
 
 mod declines;
 pub mod merge;
+#[cfg(feature = "schema")]
+pub mod schema;
 
 pub use self::declines::{Declines, DEFAULT_MARGIN};
 use crate::finding::{is_unjudged, Kind, MinimizationStats, Verdict};
@@ -21,6 +23,7 @@ pub const SUMMARY_JSON: &str = "summary.json";
 pub const SUMMARY_MD: &str = "summary.md";
 
 /// Why a sweep ended.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum SweepEnd {
@@ -36,6 +39,7 @@ pub enum SweepEnd {
 
 /// One finding of a hunt (one root cause, as far as triage can tell), as listed in the
 /// summary.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FindingSummary {
@@ -43,9 +47,12 @@ pub struct FindingSummary {
     pub dir: String,
     /// The final signature's display form.
     pub signature: String,
+    /// The outcome kind of the finding's first case.
+    #[cfg_attr(feature = "schema", schemars(schema_with = "schema::kind"))]
     pub outcome: Kind,
-    /// The first (lowest) case index of the finding, and its generator seed.
+    /// The first (lowest) case index of the finding.
     pub case_index: u64,
+    /// That case's generator seed (`plan::case_seed(seed, case_index)`).
     pub case_seed: u64,
     /// Failing cases of the hunt this finding stands for.
     pub occurrences: u64,
@@ -58,6 +65,7 @@ pub struct FindingSummary {
     pub localized: bool,
     /// Suspects named in `finding.json`.
     pub suspects: usize,
+    /// How minimization went (`cut_short`: the saved case is larger than it could be).
     pub minimization: MinimizationStats,
     /// One line for people about the finding (the target's words), when it has one.
     #[serde(default, skip_serializing_if = "String::is_empty")]
@@ -69,6 +77,7 @@ pub struct FindingSummary {
 }
 
 /// One hunt output's copy of a merged finding.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FoundIn {
@@ -76,20 +85,24 @@ pub struct FoundIn {
     pub input: String,
     /// The finding's directory there (relative to `input`).
     pub dir: String,
-    /// That hunt's seed, and the finding's first case index in it.
+    /// That hunt's seed.
     pub seed: u64,
+    /// The finding's first case index in that hunt.
     pub case_index: u64,
     /// Failing cases of that hunt the finding stood for.
     pub occurrences: u64,
 }
 
 /// One hunt a merged summary joins (`summary.json`'s `merged_from`).
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct MergedInput {
     /// The hunt output directory, as given to `pimdiff merge`.
     pub input: String,
+    /// That hunt's `--seed`, `--shard`, `--cases`, `--duration` and cases run.
     pub seed: u64,
+    #[cfg_attr(feature = "schema", schemars(schema_with = "schema::shard"))]
     pub shard: Shard,
     pub cases_requested: Option<u64>,
     pub duration_requested_s: Option<f64>,
@@ -97,19 +110,25 @@ pub struct MergedInput {
     /// Its findings, before deduplication.
     pub findings: usize,
     pub interrupted: bool,
+    /// Its compiler under test and `pimdiff` version.
     pub compiler: String,
     pub pimdiff_version: String,
 }
 
 /// `summary.json`: the whole hunt in one file.
+#[cfg_attr(feature = "schema", derive(schemars::JsonSchema))]
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct HuntSummary {
+    /// The `pimdiff` version that ran the hunt.
     pub pimdiff_version: String,
     /// The target hunted (`cases`, `pimcomp-nn`, `puma`).
     #[serde(default = "default_target")]
     pub target: String,
+    /// The hunt's `--seed`.
     pub seed: u64,
+    /// The hunt's `--shard i/n` (`"0/1"`: the whole index space).
+    #[cfg_attr(feature = "schema", schemars(schema_with = "schema::shard"))]
     pub shard: Shard,
     /// `--cases N` when the hunt was limited by a case count.
     pub cases_requested: Option<u64>,
@@ -119,9 +138,12 @@ pub struct HuntSummary {
     pub end: SweepEnd,
     /// Whether Ctrl-C / SIGTERM ended the hunt early.
     pub interrupted: bool,
+    /// Cases that ran to an outcome.
     pub cases_run: u64,
-    /// Cases per outcome kind.
+    /// Cases per outcome kind (kinds no case had are absent).
+    #[cfg_attr(feature = "schema", schemars(schema_with = "schema::outcomes"))]
     pub outcomes: BTreeMap<Kind, u64>,
+    /// The findings, one per root cause, in the order of their first case.
     pub findings: Vec<FindingSummary>,
     /// Cases whose run overran its stage limit (a `timeout` finding each).
     pub timeouts: u64,
@@ -136,14 +158,16 @@ pub struct HuntSummary {
     /// Why the hunt is not clean, one sentence each: findings (exit 1), or what kept it from
     /// a verdict (exit 4); empty: exit 0 ([`HuntSummary::failure_reasons`]).
     pub failures: Vec<String>,
+    /// Worker threads (`--jobs`).
     pub jobs: usize,
     /// The longest a case's stage may run before the watchdog abandons it, in seconds (0:
     /// the target has no watchdog).
     pub case_timeout_s: f64,
     /// Cases per second of the sweep (generation, compilation, run, check).
     pub cases_per_second: f64,
-    /// Seconds spent running cases, and in total (with triage and saving).
+    /// Seconds spent running cases (the sweep).
     pub sweep_time_s: f64,
+    /// Seconds from start to the summary, triage and saving included.
     pub wall_time_s: f64,
     /// The compiler under test, in words.
     pub compiler: String,
@@ -158,6 +182,7 @@ pub struct HuntSummary {
     pub merged_from: Vec<MergedInput>,
     /// Line and branch coverage of the compiler's own source (`hunt --coverage`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "schema", schemars(schema_with = "schema::coverage"))]
     pub coverage: Option<crate::coverage::Coverage>,
 }
 

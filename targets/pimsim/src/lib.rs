@@ -35,7 +35,6 @@ use self::generate::{case_and_options_from_seed, GenConfig};
 use self::options::CaseOptions;
 use crate::check::outcome::timeout_outcome;
 use crate::check::{check_case, check_case_staged, stage_limit, CaseResult, Outcome, RunConfig};
-use crate::compilers::CompilerUnderTest;
 use crate::triage::{judge, Dossier, SuspectSource};
 use pimdiff_engine::finding::{abstract_message, FindingMeta, Kind, MinimizationStats, Signature};
 use pimdiff_engine::hunt::grouping::Cause;
@@ -269,21 +268,14 @@ impl Target for TensorTarget {
         let report = crate::report::render_filed(evidence, Some(&meta.signature));
         // The compiler as this case was compiled, options included (what `repro` compares).
         meta.compiler = evidence.compiler.clone();
-        if let Some(options) = &case.options {
-            meta.details = options.to_details();
-        }
+        // The injected bug (in whichever lowering), lowering(s) and options: what `repro`
+        // needs to compile the case as the hunt did.
+        crate::corpus::record_compiler(meta, &self.run, &case.case, case.options.as_ref());
         // What `repro` and `replay` can confirm without localizing: the saved case's own
         // outcome signature (the finding's `signature` may be a localized cause).
-        if let Some(own) = evidence.result.outcome.signature() {
+        if let Some(own) = evidence.result.signature() {
             meta.expect = pimdiff_engine::finding::Expectation::Signature(own.to_string());
         }
-        meta.lowering = self.run.lowering_choice().map(|l| l.name().to_string());
-        meta.injected_bug = match (&self.run.compiler, &self.run.second) {
-            // One version: replaying it needs the bug. (An N-version hunt's bug may sit in
-            // either lowering; its finding records the compilers in words only.)
-            (CompilerUnderTest::Mutated(bug, _), None) => Some(bug.name().to_string()),
-            _ => None,
-        };
         meta.suspects = evidence
             .suspects
             .list()

@@ -64,6 +64,9 @@ pub struct Entry {
     pub meta: EntryMeta,
     /// The injected bug `expect.json` asks for, if any.
     pub mutation: Option<BugClass>,
+    /// The lowering the injected bug goes into (an N-version finding's
+    /// `details.injected_into`, or `repro --inject-into`); `None`: the bug's default.
+    pub inject_into: Option<pimdiff_compiler::Lowering>,
     /// The lowering(s) to check with: recorded in `expect.json` or `finding.json`, or set by
     /// `--lowering` (which overrides the record); `None`: the base configuration's.
     pub lowering: Option<LoweringChoice>,
@@ -97,6 +100,7 @@ pub fn load_entry(dir: &Path) -> Result<Entry, EntryError> {
         case,
         lowering: meta.lowering(),
         options: meta.compile_options(),
+        inject_into: meta.injected_into(),
         meta,
         mutation,
     })
@@ -162,14 +166,16 @@ pub fn observe(outcome: &crate::check::Outcome) -> Observed {
 pub fn run_config_for(entry: &Entry, base: &RunConfig) -> RunConfig {
     let run = match entry.mutation {
         Some(bug) => RunConfig {
-            compiler: CompilerUnderTest::Mutated(bug, pimdiff_compiler::Lowering::Channel),
+            compiler: CompilerUnderTest::Mutated(bug, entry.inject_into.unwrap_or_default()),
             second: None,
             ..base.clone()
         },
         None => base.clone(),
     };
     let run = match entry.lowering {
-        Some(choice) if run.lowering_choice() != Some(choice) => run.with_lowering(choice, None),
+        Some(choice) if run.lowering_choice() != Some(choice) => {
+            run.with_lowering(choice, entry.inject_into)
+        }
         _ => run,
     };
     // An injected bug compiles with its own options (`injected::options_for`).

@@ -11,7 +11,10 @@ use serde::{Deserialize, Serialize};
 
 use super::{io_err, CorpusError, EXPECT_JSON};
 use crate::check::n_version::LoweringChoice;
+use crate::check::RunConfig;
+use crate::compilers::CompilerUnderTest;
 use crate::options::CaseOptions;
+use pimdiff_compiler::Lowering;
 use pimdiff_engine::finding::{
     to_json_text, write_finding, Expectation, FindingMeta, FINDING_JSON, META_FORMAT,
 };
@@ -81,6 +84,15 @@ impl EntryMeta {
             })
     }
 
+    /// The lowering an N-version finding's injected bug went into (`finding.json`'s
+    /// `details.injected_into`, checked when the file was read); `None`: the lowering the bug
+    /// is in by default (channel), or no injected bug.
+    pub fn injected_into(&self) -> Option<Lowering> {
+        self.finding
+            .as_ref()
+            .and_then(|f| injected_into(&f.details).ok().flatten())
+    }
+
     /// The injected mutation the entry needs, if any: `expect.json`'s, else the bug the
     /// finding was found with.
     pub fn mutation(&self) -> Option<&str> {
@@ -91,6 +103,69 @@ impl EntryMeta {
                 .finding
                 .as_ref()
                 .and_then(|f| f.injected_bug.as_deref()))
+    }
+}
+
+/// The key of `finding.json`'s `details` naming the lowering that an N-version hunt's injected
+/// bug went into (`--lowering both --inject-bug CLASS --inject-into pixel`): with the bug's
+/// name in `injected_bug`, what `repro` needs to compile the case as the hunt did.
+pub const INJECTED_INTO_KEY: &str = "injected_into";
+
+/// `details.injected_into` of a `finding.json`: `Ok(None)` when absent, an error naming the
+/// field when it is not a lowering.
+fn injected_into(details: &serde_json::Value) -> Result<Option<Lowering>, String> {
+    match details.get(INJECTED_INTO_KEY) {
+        None | Some(serde_json::Value::Null) => Ok(None),
+        Some(serde_json::Value::String(s)) => s
+            .parse()
+            .map(Some)
+            .map_err(|e| format!("field `details.{INJECTED_INTO_KEY}`: {e}")),
+        Some(other) => Err(format!(
+            "field `details.{INJECTED_INTO_KEY}`: expected a lowering (channel, pixel), found {other}"
+        )),
+    }
+}
+
+/// Records in `meta` what `repro` and `replay` need besides the case to compile it as `run`
+/// did: the injected bug (`injected_bug`) and, when an N-version run has it in one lowering,
+/// that lowering (`details.injected_into`); the lowering(s) (`lowering`); and the in-repo
+/// compiler's options (`details.compile_options`: `options` when the case carries its own,
+/// else the run's, with a `per-case` reduction resolved for `case`). An external compiler's
+/// command cannot be recorded for reuse: `repro` takes it again as `--compiler-cmd`.
+pub fn record_compiler(
+    meta: &mut FindingMeta,
+    run: &RunConfig,
+    case: &pimdiff_oracle::Case,
+    options: Option<&CaseOptions>,
+) {
+    let versions = || std::iter::once(&run.compiler).chain(run.second.as_ref());
+    let mutated = versions().find_map(|c| match c {
+        CompilerUnderTest::Mutated(bug, lowering) => Some((bug, *lowering)),
+        _ => None,
+    });
+    meta.injected_bug = mutated.map(|(bug, _)| bug.name().to_string());
+    meta.lowering = run.lowering_choice().map(|l| l.name().to_string());
+    let options = options.copied().or_else(|| {
+        CaseOptions::variable_in(run).map(|o| {
+            CaseOptions {
+                skip_padding: o.skip_padding,
+                weight_skipping: o.weight_skipping,
+                reduction: o.reduction,
+            }
+            .resolved(case)
+        })
+    });
+    let mut details = serde_json::Map::new();
+    if let Some(o) = options {
+        if let serde_json::Value::Object(map) = o.to_details() {
+            details.extend(map);
+        }
+    }
+    if let (Some((_, lowering)), Some(_)) = (mutated, &run.second) {
+        details.insert(INJECTED_INTO_KEY.into(), lowering.name().into());
+    }
+    if !details.is_empty() {
+        meta.details = serde_json::Value::Object(details);
     }
 }
 
@@ -116,6 +191,9 @@ impl Versioned for FindingMeta {
     }
     fn problem(&self) -> Option<String> {
         if let Err(bad) = CaseOptions::from_details(&self.details) {
+            return Some(bad);
+        }
+        if let Err(bad) = injected_into(&self.details) {
             return Some(bad);
         }
         let lowering = self.lowering.as_deref()?;
@@ -245,4 +323,61 @@ pub struct Attachment {
     /// A plain file name (no directory), e.g. `diff.svg`.
     pub name: &'static str,
     pub bytes: Vec<u8>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compilers::injected::BugClass;
+    use crate::generate::{case_from_seed, GenConfig};
+    use pimdiff_compiler::{CompileOptions, Reduction};
+    use pimdiff_engine::finding::{Kind, Signature};
+
+    fn meta() -> FindingMeta {
+        FindingMeta::new(&Signature::new(Kind::Mismatch, "x"), "c".into())
+    }
+
+    #[test]
+    fn the_options_a_run_forces_are_recorded_with_the_reduction_resolved() {
+        let case = case_from_seed(&GenConfig::default(), 3);
+        let run = RunConfig::with_compiler(CompilerUnderTest::InRepo(CompileOptions {
+            skip_padding: false,
+            reduction: Reduction::Gmem,
+            ..CompileOptions::default()
+        }));
+        let mut m = meta();
+        record_compiler(&mut m, &run, &case, None);
+        assert_eq!(
+            m.details,
+            serde_json::json!({"compile_options": {"skip_padding": false, "weight_skipping": true, "reduction": "gmem"}})
+        );
+        assert_eq!(m.injected_bug, None);
+        assert_eq!(m.lowering.as_deref(), Some("channel"));
+    }
+
+    #[test]
+    fn an_injected_bug_is_recorded_and_in_an_n_version_run_its_lowering() {
+        let case = case_from_seed(&GenConfig::default(), 3);
+        let bug = BugClass::from_name("missing-bias").unwrap();
+        let single = RunConfig::with_compiler(CompilerUnderTest::Mutated(bug, Lowering::Channel));
+        let mut m = meta();
+        record_compiler(&mut m, &single, &case, None);
+        assert_eq!(m.injected_bug.as_deref(), Some("missing-bias"));
+        assert_eq!(m.details, serde_json::Value::Null);
+
+        let both = single.with_lowering(LoweringChoice::Both, Some(Lowering::Pixel));
+        let mut m = meta();
+        record_compiler(&mut m, &both, &case, None);
+        assert_eq!(m.injected_bug.as_deref(), Some("missing-bias"));
+        assert_eq!(m.lowering.as_deref(), Some("both"));
+        assert_eq!(m.details, serde_json::json!({"injected_into": "pixel"}));
+        assert_eq!(injected_into(&m.details), Ok(Some(Lowering::Pixel)));
+        assert_eq!(
+            injected_into(&serde_json::json!({"injected_into": 3})),
+            Err(
+                "field `details.injected_into`: expected a lowering (channel, pixel), found 3"
+                    .into()
+            )
+        );
+    }
 }
