@@ -272,6 +272,10 @@ impl Target for TensorTarget {
         if let Some(options) = &case.options {
             meta.details = options.to_details();
         }
+        // How an external compiler was run: `repro` and `replay` run it again the same way.
+        if let Some(external) = &self.run.external {
+            meta.details = external.into_details(std::mem::take(&mut meta.details));
+        }
         // What `repro` and `replay` can confirm without localizing: the saved case's own
         // outcome signature (the finding's `signature` may be a localized cause).
         if let Some(own) = evidence.result.outcome.signature() {

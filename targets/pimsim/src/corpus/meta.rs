@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{io_err, CorpusError, EXPECT_JSON};
 use crate::check::n_version::LoweringChoice;
+use crate::compilers::record::ExternalCompiler;
 use crate::options::CaseOptions;
 use pimdiff_engine::finding::{
     to_json_text, write_finding, Expectation, FindingMeta, FINDING_JSON, META_FORMAT,
@@ -81,6 +82,16 @@ impl EntryMeta {
             })
     }
 
+    /// The external compiler the finding records: `details.external_compiler`, else (a
+    /// finding saved before that record) its `compiler` when it names an external one.
+    pub fn external_compiler(&self) -> Option<ExternalCompiler> {
+        let f = self.finding.as_ref()?;
+        ExternalCompiler::from_details(&f.details)
+            .ok()
+            .flatten()
+            .or_else(|| ExternalCompiler::from_words(&f.compiler))
+    }
+
     /// The injected mutation the entry needs, if any: `expect.json`'s, else the bug the
     /// finding was found with.
     pub fn mutation(&self) -> Option<&str> {
@@ -116,6 +127,9 @@ impl Versioned for FindingMeta {
     }
     fn problem(&self) -> Option<String> {
         if let Err(bad) = CaseOptions::from_details(&self.details) {
+            return Some(bad);
+        }
+        if let Err(bad) = ExternalCompiler::from_details(&self.details) {
             return Some(bad);
         }
         let lowering = self.lowering.as_deref()?;

@@ -19,6 +19,9 @@ pub(crate) struct Found {
     pub fixes: Vec<String>,
     /// Position in the search order (smaller: tried earlier).
     pub order: usize,
+    /// For an `sldi` whose register next serves as the address of an `ld` or `st`: that
+    /// transfer (see [`address_consumer`]).
+    pub consumer: Option<Opcode>,
 }
 
 impl Found {
@@ -28,6 +31,11 @@ impl Found {
             // Whether it replaces a `nop` or goes before the store, it is one cause.
             Tweak::Activation { .. } => self.edit.tweak.field().to_string(),
             Tweak::Restore(i) => format!("missing {}", i.opcode().mnemonic()),
+            // The constant of a transfer's address moved is its offset moved: one cause,
+            // whichever of the two a program's shape lets a repair reach first.
+            Tweak::Imm(_) if self.consumer.is_some() => {
+                format!("{} offset", self.consumer.map_or("", |o| o.mnemonic()))
+            }
             _ => format!(
                 "{} {}",
                 self.edit.opcode.mnemonic(),
@@ -127,6 +135,32 @@ fn sort_key(f: &Found) -> (u8, bool, Opcode, usize) {
 }
 
 /// The operand text of `edit` at each of its sites.
+/// The transfer whose address a single-site `sldi` edit moves: the first instruction after
+/// the `sldi` on its core that uses its register, when that is an `ld` or `st` taking it as
+/// an address (`rd` or `rs1`). `None` for any other edit, or when the register is used
+/// otherwise (or overwritten) first.
+pub(crate) fn address_consumer(cores: &[Vec<Inst>], edit: &Edit) -> Option<Opcode> {
+    let [(core, pc)] = edit.sites[..] else {
+        return None;
+    };
+    let insts = cores.get(core as usize)?;
+    let Some(Inst::Sldi { rd: reg, .. }) = insts.get(pc as usize) else {
+        return None;
+    };
+    for inst in &insts[pc as usize + 1..] {
+        match *inst {
+            Inst::Mem { rd, rs1, .. } if rd == *reg || rs1 == *reg => {
+                return matches!(inst.opcode(), Opcode::Ld | Opcode::St).then(|| inst.opcode());
+            }
+            Inst::Sldi { rd, .. } if rd == *reg => return None,
+            Inst::Nop | Inst::Setbw { .. } | Inst::Sldi { .. } | Inst::Mem { .. } => {}
+            // Anything else may read or write the register: the search stops.
+            _ => return None,
+        }
+    }
+    None
+}
+
 pub(crate) fn fix_texts(cores: &[Vec<Inst>], edit: &Edit) -> Vec<String> {
     edit.sites
         .iter()
