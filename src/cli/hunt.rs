@@ -198,6 +198,15 @@ pub fn main(mut args: Args, given: &[String]) -> anyhow::Result<ExitCode> {
         "\nsummary: {}",
         cfg.out.join(crate::engine::SUMMARY_MD).display()
     );
+    if let Some(first) = summary.findings.first() {
+        // The whole command: a finding records its compiler (command, protocol, options,
+        // environment), so `repro` needs no flags.
+        println!(
+            "reproduce the first: pimdiff repro {}   (it compiles with the compiler recorded in \
+             its finding.json; no flags needed)",
+            cfg.out.join(&first.dir).display()
+        );
+    }
     warn_loudly(&summary);
     if let Some(g) = summary.details.get("guided") {
         let n = |k: &str| g[k].as_u64().unwrap_or(0);

@@ -97,11 +97,21 @@ pub(super) fn settle<T: Target>(
 /// The time budget of each finding's triage: `--minimize-time`, or when the hunt adapts it
 /// ([`HuntControl::triage_checks`]) at least that many checks at the sweep's speed per worker.
 fn triage_time(cfg: &HuntConfig, control: &HuntControl, swept: &Sweep, jobs: usize) -> Duration {
-    let configured = cfg.minimize.time_budget;
-    let Some(checks) = control.triage_checks.filter(|_| swept.cases_run > 0) else {
+    let speed = (swept.elapsed, swept.cases_run, jobs);
+    adapted_time(cfg.minimize.time_budget, control.triage_checks, speed)
+}
+
+/// `configured`, or the time of `checks` checks at the sweep's speed per worker (`elapsed` for
+/// `cases` cases on `jobs` workers) when that is longer, up to [`MAX_ADAPTED_TRIAGE`].
+fn adapted_time(
+    configured: Duration,
+    checks: Option<u64>,
+    (elapsed, cases, jobs): (Duration, u64, usize),
+) -> Duration {
+    let Some(checks) = checks.filter(|_| cases > 0) else {
         return configured;
     };
-    let per_check = swept.elapsed.mul_f64(jobs as f64 / swept.cases_run as f64);
+    let per_check = elapsed.mul_f64(jobs as f64 / cases as f64);
     let adapted = per_check
         .saturating_mul(u32::try_from(checks).unwrap_or(u32::MAX))
         .min(MAX_ADAPTED_TRIAGE);
@@ -335,6 +345,23 @@ fn resign(dir: &std::path::Path, signature: &Signature) -> Result<(), HuntError>
 mod tests {
     use super::*;
     use crate::finding::{write_finding, FindingMeta};
+
+    #[test]
+    fn the_triage_time_adapts_to_a_slow_compiler_only_when_asked() {
+        let ten = Duration::from_secs(10);
+        // 200 cases in 100 s on 2 workers: 1 s a check; 150 checks take 150 s.
+        let slow = (Duration::from_secs(100), 200, 2);
+        assert_eq!(adapted_time(ten, Some(150), slow), Duration::from_secs(150));
+        // A fast compiler keeps the configured time; an explicit time is kept as given.
+        let fast = (Duration::from_secs(1), 3000, 2);
+        assert_eq!(adapted_time(ten, Some(150), fast), ten);
+        assert_eq!(adapted_time(ten, None, slow), ten);
+        // Nothing ran: nothing to measure.
+        assert_eq!(adapted_time(ten, Some(150), (Duration::ZERO, 0, 2)), ten);
+        // A compiler that takes a minute a case is capped.
+        let glacial = (Duration::from_secs(600), 10, 1);
+        assert_eq!(adapted_time(ten, Some(150), glacial), MAX_ADAPTED_TRIAGE);
+    }
 
     #[test]
     fn a_directory_renamed_into_place_takes_its_findings_signature() {

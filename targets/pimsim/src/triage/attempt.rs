@@ -150,7 +150,8 @@ pub(crate) fn address_consumer(cores: &[Vec<Inst>], edit: &Edit) -> Option<Opcod
     for inst in &insts[pc as usize + 1..] {
         match *inst {
             Inst::Mem { rd, rs1, .. } if rd == *reg || rs1 == *reg => {
-                return matches!(inst.opcode(), Opcode::Ld | Opcode::St).then(|| inst.opcode());
+                // The transfers between the memories (`ld`, `st`; not `lmv`).
+                return inst.gmem_transfer().map(|_| inst.opcode());
             }
             Inst::Sldi { rd, .. } if rd == *reg => return None,
             Inst::Nop | Inst::Setbw { .. } | Inst::Sldi { .. } | Inst::Mem { .. } => {}
@@ -218,4 +219,48 @@ pub(crate) struct Rule {
     pub opcode: Opcode,
     pub tweak: Tweak,
     pub every: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pimdiff_isa::formats::asm;
+
+    fn sldi_edit(core: u32, pc: u32) -> Edit {
+        Edit {
+            opcode: Opcode::Sldi,
+            tweak: Tweak::Imm(-4),
+            every: false,
+            sites: vec![(core, pc)],
+            per_site: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn an_sldi_that_feeds_a_transfers_address_names_that_transfer() {
+        let program = asm::parse(
+            ".cores 1\ncore 0:\n    sldi r1, imm=20\n    sldi r2, imm=0\n    st r1, r2, size=4\n    \
+             sldi r3, imm=4\n    vrelu r3, r3, len=1\n    sldi r4, imm=8\n    sldi r4, imm=9\n    \
+             ld r4, r2, size=4\n",
+        )
+        .unwrap();
+        let cores = &program.cores;
+        // The address of the store (rd) and the local source (rs1): both the store's.
+        assert_eq!(address_consumer(cores, &sldi_edit(0, 0)), Some(Opcode::St));
+        assert_eq!(address_consumer(cores, &sldi_edit(0, 1)), Some(Opcode::St));
+        // Used by a vector instruction first, or overwritten before any use: no transfer.
+        assert_eq!(address_consumer(cores, &sldi_edit(0, 3)), None);
+        assert_eq!(address_consumer(cores, &sldi_edit(0, 5)), None);
+        assert_eq!(address_consumer(cores, &sldi_edit(0, 6)), Some(Opcode::Ld));
+        let found = |edit: Edit| Found {
+            consumer: address_consumer(cores, &edit),
+            edit,
+            effect: Effect::Repaired,
+            fixes: Vec::new(),
+            order: 0,
+        };
+        // One cause whichever the repair reaches: the store's offset.
+        assert_eq!(found(sldi_edit(0, 0)).label(), "st offset");
+        assert_eq!(found(sldi_edit(0, 3)).label(), "sldi imm");
+    }
 }
