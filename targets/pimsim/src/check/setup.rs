@@ -89,7 +89,7 @@ pub fn diagnose(outcome: &Outcome) -> Option<Setup> {
              (`python3 mycc.py ...`)",
         );
     }
-    if said.contains("wrote nothing into the bundle directory") {
+    if said.contains("wrote nothing into the bundle directory: is it a server?") {
         return setup(
             Mistake::EmptyBundle,
             "this command wrote nothing into the bundle; is it a server? use \

@@ -77,7 +77,7 @@ pub fn compile_external(
     let (stdout, stderr) = (&run.stdout.bytes, &run.stderr.bytes);
     match run.status {
         Status::TimedOut => Err(CompileFailure::TimedOut { limit: timeout }),
-        Status::Exited { code: 0 } => read_bundle(case, &out_dir, "the external compiler"),
+        Status::Exited { code: 0 } => read_bundle(case, &out_dir, ("the external compiler", false)),
         Status::Exited {
             code: UNSUPPORTED_EXIT_CODE,
         } => {
@@ -108,13 +108,19 @@ pub fn compile_external(
 pub(super) fn read_bundle(
     case: &Case,
     out_dir: &Path,
-    who: &str,
+    (who, served): (&str, bool),
 ) -> Result<Bundle, CompileFailure> {
     let empty = fs::read_dir(out_dir).is_ok_and(|mut d| d.next().is_none());
     if empty {
-        return Err(CompileFailure::Failed {
-            message: format!("{who} wrote nothing into the bundle directory: {EMPTY_BUNDLE_HINT}"),
-        });
+        let message = if served {
+            format!(
+                "{who} answered `compiled` but wrote nothing into the bundle directory (the \
+                 request's `out`)"
+            )
+        } else {
+            format!("{who} wrote nothing into the bundle directory: {EMPTY_BUNDLE_HINT}")
+        };
+        return Err(CompileFailure::Failed { message });
     }
     crate::check::bundle::read_bundle(out_dir, Some(case)).map_err(|m| CompileFailure::Failed {
         message: format!("{}: {who} wrote {m}", crate::check::bundle::MALFORMED),

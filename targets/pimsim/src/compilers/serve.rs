@@ -169,7 +169,7 @@ pub fn compile_served(
     };
     let out_dir = &slot.scratch.out;
     let result = match said {
-        Said::Compiled => super::external::read_bundle(case, out_dir, "the compile server"),
+        Said::Compiled => super::external::read_bundle(case, out_dir, ("the compile server", true)),
         Said::Unsupported(reason) => {
             let claim = Claim::from_reason(&reason);
             Err(CompileFailure::Unsupported { reason, claim })
