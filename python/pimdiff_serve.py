@@ -14,8 +14,10 @@ module does the protocol; a compiler only supplies the function that compiles on
 
     pimdiff_serve.serve(compile_case)
 
-While ``compile_case`` runs, ``sys.stdout`` is standard error, so a stray ``print`` cannot break
-the protocol. An exception becomes an ``error`` answer that also carries the exception's type
+While ``serve`` runs, ``sys.stdout`` is standard error, so a stray ``print`` cannot break the
+protocol; standard output carries answer lines only. A banner printed before ``serve`` is called
+would be read as the first answer: pimdiff then stops the hunt before it starts, naming the fix
+(print it to ``sys.stderr``). An exception becomes an ``error`` answer that also carries the exception's type
 and its traceback's frames (``exception``); ``serve(..., frames_root=DIR)`` keeps the frames of
 the compiler's own source tree, named relative to it. The protocol itself (request and answer
 fields, deadlines, what a crash, a hang or a garbage line becomes) is in
@@ -173,6 +175,13 @@ def serve(compile_fn, stdin=None, stdout=None, frames_root=None, annotate=None):
     """
     stdin = stdin if stdin is not None else sys.stdin.buffer
     stdout = stdout if stdout is not None else sys.stdout
+    # From here on only answers go to standard output: a `print` anywhere (an `annotate`
+    # function, a library's import inside the compiler) goes to standard error.
+    with contextlib.redirect_stdout(sys.stderr):
+        return _serve_lines(compile_fn, stdin, stdout, frames_root, annotate)
+
+
+def _serve_lines(compile_fn, stdin, stdout, frames_root, annotate):
     while True:
         line = stdin.readline(REQUEST_LINE_LIMIT + 1)
         if not line:

@@ -26,6 +26,8 @@ enum Command {
     NewCase(cli::new_case::Args),
     /// Compile a case with the in-repo compiler (channel- or pixel-wise) into a bundle.
     Compile(cli::compile::Args),
+    /// Check a bundle against the bundle format and, with --case, against its case.
+    CheckBundle(cli::check_bundle::Args),
     /// Write model.onnx, op.mlir and check.py into an existing case directory.
     Export(cli::export::Args),
     /// Turn a one-operator ONNX model into a case directory.
@@ -73,6 +75,7 @@ fn main() -> ExitCode {
         Command::Oracle(a) => cli::oracle::main(a),
         Command::NewCase(a) => cli::new_case::main(a),
         Command::Compile(a) => cli::compile::main(a),
+        Command::CheckBundle(a) => cli::check_bundle::main(a),
         Command::Export(a) => cli::export::main(a),
         Command::ImportOnnx(a) => cli::import_onnx::main(a),
         Command::Lowerings(a) => cli::lowerings::main(a),

@@ -127,7 +127,7 @@ fn external_compiler_contract() {
         panic!("{broken:?}")
     };
     assert!(
-        message.starts_with("the external compiler wrote a broken bundle: bundle/io.json"),
+        message.starts_with("malformed bundle: the external compiler wrote io.json: "),
         "{message}"
     );
     assert!(broken.is_finding());

@@ -182,7 +182,18 @@ fn first_rows(f: &Fixture) -> Vec<Row> {
         let refs: Vec<&str> = a.iter().map(String::as_str).collect();
         row("hunt", situation, &refs, code)
     };
-    let mut rows = vec![
+    let setup = hunt(
+        "h-setup",
+        &["--compiler-cmd", "pimdiff-no-such-compiler {case} {out}"],
+    );
+    let setup: Vec<&str> = setup.iter().map(String::as_str).collect();
+    let mut rows =
+        vec![
+        row_saying(
+            row("hunt", "compiler command not found", &setup, 2),
+            "fix: `sh` could not find the command",
+            &[],
+        ),
         row("", "help", &["--help"], 0),
         row("", "version", &["--version"], 0),
         row("", "no subcommand", &[], 2),
@@ -284,6 +295,27 @@ fn first_rows(f: &Fixture) -> Vec<Row> {
             &[&p("case"), "-o", &p("b7"), "--inject-bug", "missing-bias"],
             0,
         ),
+        // check-bundle
+        row("check-bundle", "valid", &[&p("bundle")], 0),
+        row(
+            "check-bundle",
+            "fits its case",
+            &[&p("bundle"), "--case", &p("case")],
+            0,
+        ),
+        row_saying(
+            row(
+                "check-bundle",
+                "another case's architecture",
+                &[&p("bundle"), "--case", "corpus/limits/not-enough-arrays"],
+                2,
+            ),
+            "config.json: field `core_cnt`: 4, but the case's architecture has 1 cores",
+            &[],
+        ),
+        row("check-bundle", "missing bundle", &[&p("nope")], 2),
+        row("check-bundle", "malformed case", &[&p("bundle"), "--case", &p("bad-case")], 2),
+        row("check-bundle", "bad flag", &[&p("bundle"), "--bogus"], 2),
         // export
         row("export", "written", &[&p("case-export")], 0),
         row("export", "bad flag", &[&p("case-export"), "--bogus"], 2),

@@ -177,8 +177,12 @@ fn claims_that_misstate_the_architecture_or_the_need_are_refuted() {
             Some(&opts)
         ),
         Some(format!(
-            "crossbar arrays: the claim says {} available, the case's architecture has {arrays}",
-            arrays - 1
+            "crossbar arrays: the claim says {} available; compared with `arch.cores` × \
+             `arch.arrays_per_core` = {} × {} = {arrays} (the chip's total; a claim about one \
+             core says `per core`)",
+            arrays - 1,
+            a.cores,
+            a.arrays_per_core
         ))
     );
     // The right availability, a need the model does not see.
@@ -240,8 +244,13 @@ fn external_declines_are_read_for_numbers() {
         sig("contradicting").as_deref(),
         Some("bogus-unsupported: crossbar arrays: the claim contradicts itself: N needed is not more than N available")
     );
+    // A claim about one core is compared with one core's arrays.
+    assert_eq!(
+        sig("per-core").as_deref(),
+        Some("bogus-unsupported: crossbar arrays per core: the claim says N available; compared with `arch.arrays_per_core` = N (one ")
+    );
     assert_eq!(
         sig("wrong-arch").as_deref(),
-        Some("bogus-unsupported: crossbar arrays: the claim says N available, the case's architecture has N")
+        Some("bogus-unsupported: crossbar arrays: the claim says N available; compared with `arch.cores` × `arch.arrays_per_core` = N")
     );
 }

@@ -38,34 +38,37 @@ pub struct Bundle {
 }
 
 /// Where the tensors live in global memory (`io.json`).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(title = "io.json of a pimdiff bundle")]
 pub struct IoManifest {
     /// Placed in GMem by the harness before the run.
     pub input: TensorSlot,
     /// Read back from GMem after the run.
     pub output: TensorSlot,
-    /// Data the harness loads into GMem before the run (e.g. the bias vector).
+    /// Data the harness loads into GMem before the run (e.g. the bias vector); may be absent.
     #[serde(default)]
     pub constants: Vec<ConstSegment>,
 }
 
 /// One tensor in global memory.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TensorSlot {
     /// GMem byte address of the first element.
     pub addr: u32,
-    /// The logical shape: `[N, C, H, W]` for a feature map, `[N, features]` for an MVM.
+    /// The logical shape, whatever the layout: `[N, C, H, W]` for a feature map (also when
+    /// `layout` is `nhwc`), `[N, features]` for an MVM. It must be the case's.
     pub shape: Vec<usize>,
     /// The memory order of the elements.
     pub layout: Layout,
+    /// The element type in memory (little-endian two's complement).
     pub dtype: Dtype,
 }
 
 /// Memory order of a tensor slot. The logical shape is always NCHW (or `[N, C]`); the
 /// layout only says how its elements are laid out, densely, in GMem.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Layout {
     /// `[N, C, H, W]` in that order.
@@ -77,7 +80,7 @@ pub enum Layout {
 }
 
 /// Element type of a tensor slot; little-endian two's complement.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Dtype {
     Int8,
@@ -95,11 +98,15 @@ impl Dtype {
 
 /// A constant segment: `data` is loaded at `addr` before the run. In the bundle directory
 /// the bytes live in `file` (a plain file name inside the bundle); `io.json` does not carry them.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ConstSegment {
+    /// A name for reports. `bias` is the case's bias: int32, one value per output channel.
     pub name: String,
+    /// GMem byte address the bytes are loaded at.
     pub addr: u32,
+    /// A plain file name inside the bundle holding the raw bytes (for `bias`: little-endian
+    /// int32 values).
     pub file: String,
     #[serde(skip)]
     pub data: Vec<u8>,
@@ -127,6 +134,13 @@ pub enum BundleError {
     Json {
         path: PathBuf,
         source: serde_json::Error,
+    },
+    /// A JSON file that does not match its type (`crate::schema`): the field and what was
+    /// expected.
+    #[error("{}: {source}", path.display())]
+    Field {
+        path: PathBuf,
+        source: crate::schema::FieldError,
     },
     #[error("{}: {problem}", path.display())]
     Manifest {
@@ -388,7 +402,7 @@ fn check_file_name(c: &ConstSegment) -> Result<(), ManifestProblem> {
 }
 
 /// A refusal of the bounded reader for `path`, an operating-system error as [`BundleError::Io`].
-fn input_error(path: &Path, e: pimdiff_input::InputError) -> BundleError {
+pub(crate) fn input_error(path: &Path, e: pimdiff_input::InputError) -> BundleError {
     let path = path.to_path_buf();
     match e {
         pimdiff_input::InputError::Io(source) => BundleError::Io { path, source },
@@ -422,7 +436,7 @@ impl IoManifest {
         let bytes = pimdiff_input::read(&path, pimdiff_input::limits::MAX_MANIFEST_BYTES)
             .map_err(|e| input_error(&path, e))?;
         let mut manifest: IoManifest =
-            serde_json::from_slice(&bytes).map_err(|source| BundleError::Json {
+            crate::schema::read_typed(&bytes).map_err(|source| BundleError::Field {
                 path: path.clone(),
                 source,
             })?;
@@ -634,7 +648,7 @@ mod tests {
         write(&format!(r#"{{{slots}, "extra": 1}}"#));
         assert!(matches!(
             IoManifest::read_dir(dir.path()),
-            Err(BundleError::Json { .. })
+            Err(BundleError::Field { source, .. }) if source.field == "extra"
         ));
         write(&format!(
             r#"{{{slots}, "constants": [{{"name": "b", "addr": 0, "file": "missing.bin"}}]}}"#

@@ -10,6 +10,7 @@ pub mod gen;
 pub mod inst;
 pub mod machine;
 pub mod program;
+pub mod schema;
 pub mod xbar;
 
 pub use bundle::{Bundle, BundleError, ConstSegment, Dtype, IoManifest, Layout, TensorSlot};

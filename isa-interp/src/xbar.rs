@@ -76,26 +76,43 @@ pub enum XbarError {
         field: &'static str,
         message: String,
     },
+    /// `core_<i>.json` does not match its type (`crate::schema`): the field and what was
+    /// expected.
+    #[error("{path}: {source}")]
+    Typed {
+        path: PathBuf,
+        source: crate::schema::FieldError,
+    },
     #[error("{path}: the matching {missing} is missing")]
     MissingPair { path: PathBuf, missing: String },
 }
 
-/// `core_<i>.json` as stored.
-#[derive(Serialize, Deserialize)]
+/// `xbars/core_<i>.json` as stored: one core's array groups (its cells are `core_<i>.npy`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct CoreFile {
-    core: u32,
-    mbiw: u32,
-    groups: Vec<GroupFile>,
+#[schemars(title = "xbars/core_<i>.json of a pimdiff bundle")]
+pub struct CoreFile {
+    /// The core, `i` of the file name.
+    pub core: u32,
+    /// Informational weight width in bits (1..=32); `mvmul`'s own `mbiw` is the one checked.
+    pub mbiw: u32,
+    /// The array groups `mvmul` names by number.
+    pub groups: Vec<GroupFile>,
 }
 
-#[derive(Serialize, Deserialize)]
+/// One array group: arrays side by side, fed the same `rows`-element input, giving `cols`
+/// outputs; `W[r][j] = cells[arrays[j / array_cols], r, j % array_cols]`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
-struct GroupFile {
-    group: u32,
-    arrays: Vec<u32>,
-    rows: u32,
-    cols: u32,
+pub struct GroupFile {
+    /// The number `mvmul`'s `group` names; unique on the core.
+    pub group: u32,
+    /// The core's arrays (indices into the first axis of `core_<i>.npy`), in column order.
+    pub arrays: Vec<u32>,
+    /// Input elements (at most `array_rows`).
+    pub rows: u32,
+    /// Output elements (at most `len(arrays) * array_cols`).
+    pub cols: u32,
 }
 
 /// Reads every `core_<i>.json` + `core_<i>.npy` pair in `dir`. Other files are ignored; a
@@ -146,10 +163,11 @@ pub fn read_export_dir(dir: &Path) -> Result<CrossbarExport, XbarError> {
             }
         }
         let text = read(&json_path, pimdiff_input::limits::MAX_XBAR_JSON_BYTES)?;
-        let file: CoreFile = serde_json::from_slice(&text).map_err(|source| XbarError::Json {
-            path: json_path.clone(),
-            source,
-        })?;
+        let file: CoreFile =
+            crate::schema::read_typed(&text).map_err(|source| XbarError::Typed {
+                path: json_path.clone(),
+                source,
+            })?;
         if file.core != id {
             return Err(XbarError::Field {
                 path: json_path,

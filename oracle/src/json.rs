@@ -13,8 +13,11 @@
 //! before anything else so that a future format gets "unsupported format", not a list of
 //! unknown fields. When a file has several problems, the first in file order is reported.
 
+use std::borrow::Cow;
 use std::cell::RefCell;
 use std::marker::PhantomData;
+
+use schemars::{json_schema, JsonSchema, Schema, SchemaGenerator};
 
 use serde::de::{self, Deserializer};
 use serde::{Deserialize, Serialize};
@@ -28,43 +31,100 @@ pub const FORMAT_VERSION: u64 = 1;
 
 /// `case.json` as stored. Every field is an `Option` so that a missing one is reported by
 /// its full name ([`CaseError::MissingField`]) rather than by serde.
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(title = "case.json of a pimdiff case (format 1)")]
 struct CaseFile {
-    /// Checked before the schema is applied (see [`spec_from_json`]).
+    /// Always 1 (checked before the schema is applied, see [`spec_from_json`]).
     #[allow(dead_code)]
+    #[schemars(required, with = "FormatOne")]
     format: Option<de::IgnoredAny>,
+    /// The operator: a conv2d (`kind`, `in_channels`, `out_channels`, `kernel`, `stride`,
+    /// `padding`, `dilation`, `groups`, `bias`, `relu`) or an mvm (`kind`, `in_features`,
+    /// `out_features`, `bias`, `relu`); the other kind's fields are refused.
+    #[schemars(required)]
     op: Option<Object<OpFile>>,
+    /// conv2d: `[N, C, H, W]` (NCHW); mvm: `[N, in_features]`.
+    #[schemars(required)]
     input_shape: Option<Shape>,
+    /// The machine the case is compiled for; a bundle's `config.json` may restate it and must
+    /// then agree.
+    #[schemars(required)]
     arch: Option<Object<ArchFile>>,
 }
 
+/// `format`: the number 1.
+struct FormatOne;
+
+impl JsonSchema for FormatOne {
+    fn schema_name() -> Cow<'static, str> {
+        "FormatOne".into()
+    }
+    fn inline_schema() -> bool {
+        true
+    }
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({ "const": FORMAT_VERSION })
+    }
+}
+
+/// The schema of `case.json` (`docs/reference/schemas/case.schema.json`), generated from the
+/// types that read it.
+pub fn case_schema() -> Schema {
+    schemars::schema_for!(CaseFile)
+}
+
 /// `op`: the fields of every operator kind; those of the other kind are refused as unknown.
-#[derive(Deserialize)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct OpFile {
+    /// `"conv2d"` or `"mvm"`.
+    #[schemars(required)]
     kind: Option<Kind>,
+    /// conv2d: input channels C.
     in_channels: Option<Size>,
+    /// conv2d: output channels K.
     out_channels: Option<Size>,
+    /// conv2d: `[kh, kw]`.
     kernel: Option<Sizes<2, KernelMeaning>>,
+    /// conv2d: `[along H, along W]`, each at least 1.
     stride: Option<Sizes<2, AxesMeaning>>,
+    /// conv2d: zero padding `[top, left, bottom, right]` (ONNX `pads` order).
     padding: Option<Sizes<4, PaddingMeaning>>,
+    /// conv2d: `[along H, along W]`, each at least 1.
     dilation: Option<Sizes<2, AxesMeaning>>,
+    /// conv2d: at least 1; `in_channels` and `out_channels` are multiples of it.
     groups: Option<Size>,
+    /// mvm: input features.
     in_features: Option<Size>,
+    /// mvm: output features.
     out_features: Option<Size>,
+    /// Whether `bias.npy` is present and added before the ReLU.
+    #[schemars(required)]
     bias: Option<Flag>,
+    /// Whether ReLU is applied to the final result (never to partial sums).
+    #[schemars(required)]
     relu: Option<Flag>,
 }
 
-/// `arch`.
-#[derive(Deserialize)]
+/// `arch`: the machine the case is compiled for.
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct ArchFile {
+    /// Cores on the chip.
+    #[schemars(required)]
     cores: Option<Size>,
+    /// Crossbar arrays in each core.
+    #[schemars(required)]
     arrays_per_core: Option<Size>,
+    /// Inputs (word lines) of one array: the length of the vector it multiplies.
+    #[schemars(required)]
     array_rows: Option<Size>,
+    /// Outputs (bit lines) of one array.
+    #[schemars(required)]
     array_cols: Option<Size>,
+    /// Scratchpad size of each core, in bytes.
+    #[schemars(required)]
     local_memory_bytes: Option<Size>,
 }
 
@@ -251,6 +311,57 @@ fn pointer(path: &str) -> String {
 
 /// A field that must be a JSON object, holding `T`.
 struct Object<T>(T);
+
+impl<T: JsonSchema> JsonSchema for Object<T> {
+    fn schema_name() -> Cow<'static, str> {
+        T::schema_name()
+    }
+    fn inline_schema() -> bool {
+        T::inline_schema()
+    }
+    fn json_schema(g: &mut SchemaGenerator) -> Schema {
+        T::json_schema(g)
+    }
+}
+
+/// The schemas of the leaf types: what their `Deserialize` accepts.
+macro_rules! leaf_schema {
+    ($ty:ty, $name:literal, $schema:tt) => {
+        impl JsonSchema for $ty {
+            fn schema_name() -> Cow<'static, str> {
+                $name.into()
+            }
+            fn inline_schema() -> bool {
+                true
+            }
+            fn json_schema(_: &mut SchemaGenerator) -> Schema {
+                json_schema!($schema)
+            }
+        }
+    };
+}
+leaf_schema!(Size, "Size", { "type": "integer", "minimum": 0 });
+leaf_schema!(Shape, "Shape", { "type": "array", "items": { "type": "integer", "minimum": 0 } });
+leaf_schema!(Flag, "Flag", { "type": "boolean" });
+leaf_schema!(Kind, "Kind", { "type": "string", "enum": ["conv2d", "mvm"] });
+
+impl<const N: usize, M: Meaning> JsonSchema for Sizes<N, M> {
+    fn schema_name() -> Cow<'static, str> {
+        format!("Sizes{N}").into()
+    }
+    fn inline_schema() -> bool {
+        true
+    }
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({
+            "type": "array",
+            "items": { "type": "integer", "minimum": 0 },
+            "minItems": N,
+            "maxItems": N,
+            "description": M::MEANING,
+        })
+    }
+}
 
 impl<'de, T: Deserialize<'de>> Deserialize<'de> for Object<T> {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {

@@ -47,7 +47,7 @@ use ndarray::{ArrayD, Ix1, Ix2, Ix4};
 pub use case::{Case, CaseArch, CaseSpec, Conv2d, Mvm, Op};
 pub use conv::{conv2d, conv2d_direct};
 pub use error::{CaseError, OracleError};
-pub use json::FORMAT_VERSION;
+pub use json::{case_schema, FORMAT_VERSION};
 pub use mvm::{mvm, mvm_direct};
 pub use random::{random_tensors, BIAS_RANGE};
 

@@ -81,9 +81,11 @@ pub struct Args {
     /// Shard i of n (0-based): only the case indices k with k mod n == i.
     #[arg(long, value_name = "i/n", default_value = "0/1")]
     pub shard: Shard,
-    /// Time budget of each finding's triage (minimization and localization).
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration_arg, default_value = "10s")]
-    pub minimize_time: Duration,
+    /// Time budget of each finding's triage (minimization and localization). Default: 10s,
+    /// or the time of 150 checks of a case at the speed the hunt measured when that is longer
+    /// (a slow external compiler; at most 10m).
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration_arg)]
+    pub minimize_time: Option<Duration>,
     /// Largest share of declined cases (unsupported) that passes, 0..=1. Default: the
     /// generator's --overcommit-ratio plus 0.05 (with a margin for chance on short hunts).
     #[arg(long, value_name = "R", value_parser = ratio)]
@@ -106,6 +108,13 @@ pub struct Args {
     #[command(flatten)]
     pub targets: TargetFlags,
 }
+
+/// `--minimize-time` when it is not given, for a compiler fast enough to need no more.
+const DEFAULT_MINIMIZE_TIME: Duration = Duration::from_secs(10);
+/// Checks of a case each finding's triage may take at least when `--minimize-time` is not
+/// given: the tiny Python compiler of the guide, run once per case (about 2 cases/s per
+/// worker), needs about 40 for minimization and its cause, and 10 s would give it 20.
+const TRIAGE_CHECKS: u64 = 150;
 
 /// A seed for a hunt that was given none: the clock's nanoseconds, mixed so that hunts
 /// started in the same second differ in every bit.
@@ -157,7 +166,7 @@ pub fn main(mut args: Args, given: &[String]) -> anyhow::Result<ExitCode> {
         jobs: args.jobs.unwrap_or(0) as usize,
         shard: args.shard,
         minimize: MinimizeConfig {
-            time_budget: args.minimize_time,
+            time_budget: args.minimize_time.unwrap_or(DEFAULT_MINIMIZE_TIME),
             max_steps: crate::triage::TRIAGE_RUNS as usize,
         },
         max_unsupported: args.max_unsupported,
@@ -165,6 +174,12 @@ pub fn main(mut args: Args, given: &[String]) -> anyhow::Result<ExitCode> {
     };
     let control = HuntControl {
         progress: !args.quiet && std::io::stderr().is_terminal(),
+        // The tensor target's triage reruns edited programs in-process and compiles only its
+        // minimization candidates; the network targets compile for every step and keep their
+        // fixed budget.
+        triage_checks: (args.minimize_time.is_none()
+            && args.targets.target == crate::registry::TargetName::Cases)
+            .then_some(TRIAGE_CHECKS),
         ..HuntControl::default()
     };
     install_signal_handler(&control)?;
@@ -183,6 +198,15 @@ pub fn main(mut args: Args, given: &[String]) -> anyhow::Result<ExitCode> {
         "\nsummary: {}",
         cfg.out.join(crate::engine::SUMMARY_MD).display()
     );
+    if let Some(first) = summary.findings.first() {
+        // The whole command: a finding records its compiler (command, protocol, options,
+        // environment), so `repro` needs no flags.
+        println!(
+            "reproduce the first: pimdiff repro {}   (it compiles with the compiler recorded in \
+             its finding.json; no flags needed)",
+            cfg.out.join(&first.dir).display()
+        );
+    }
     warn_loudly(&summary);
     if let Some(g) = summary.details.get("guided") {
         let n = |k: &str| g[k].as_u64().unwrap_or(0);

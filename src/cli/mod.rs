@@ -11,6 +11,7 @@ pub use self::exit_codes::{
 };
 
 pub mod asm;
+pub mod check_bundle;
 pub mod compile;
 pub mod completions;
 pub mod errors;

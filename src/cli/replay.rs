@@ -12,6 +12,8 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use anyhow::Context;
+
 use crate::cli::exit_codes::help;
 use crate::cli::{exit, exit_with, EXIT_BAD_INPUT, EXIT_FINDING, EXIT_NO_VERDICT, EXIT_OK};
 use crate::corpus::{replay_with_lowering, ReplayRow};
@@ -58,6 +60,13 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
     let lowering = args.compiler.lowering;
     let rows = pool.install(|| replay_with_lowering(&args.dirs, &base, lowering))?;
     print!("{}", render_table(&rows));
+    for row in &rows {
+        if let Ok(checked) = &row.result {
+            let recorded = checked.run.external.is_some() && base.external.is_none();
+            crate::cli::repro::refuse_setup_failure(checked, recorded)
+                .with_context(|| format!("replaying {}", row.dir.display()))?;
+        }
+    }
     if rows.iter().any(|r| r.result.is_err()) {
         return Ok(exit(EXIT_BAD_INPUT));
     }

@@ -86,7 +86,16 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
         entry.inject_into = args.compiler.inject_into;
     }
     let base = args.compiler.run_config();
+    let recorded = crate::corpus::recorded_external(&entry, &base).is_some();
     let checked = check_entry(&entry, &base);
+    refuse_setup_failure(&checked, recorded)?;
+    if recorded {
+        println!(
+            "note: compiling with the compiler recorded in {}/finding.json \
+             (details.external_compiler); --compiler-cmd chooses another",
+            args.dir.display()
+        );
+    }
     print!("{}", render(&entry, &checked));
     let verdict = if checked.is_finding() {
         Verdict::Findings
@@ -94,6 +103,31 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
         checked.result.outcome.verdict()
     };
     Ok(exit_with(verdict))
+}
+
+/// A compiler that could not even start (not found, not executable, not speaking its
+/// protocol) judges nothing: an error naming it and the fix (exit 2), unless that failure is
+/// what the finding itself recorded. Never a pass or a finding of a compiler that did not run.
+pub fn refuse_setup_failure(checked: &EntryResult, recorded: bool) -> anyhow::Result<()> {
+    if checked.meets_expectation == Some(true) {
+        return Ok(());
+    }
+    let Some(s) = crate::check::setup::diagnose(&checked.result.outcome) else {
+        return Ok(());
+    };
+    let whose = if recorded {
+        "the compiler recorded in finding.json"
+    } else {
+        "the compiler"
+    };
+    anyhow::bail!(
+        "{whose} cannot be run, so the case was not judged\n  compiler: {}\n  what \
+         happened: {}\n  fix: {}; or pass --compiler-cmd (and --compiler-protocol) to use \
+         another compiler",
+        checked.run.describe_compiler(),
+        s.what.replace('\n', "\n    "),
+        s.fix
+    )
 }
 
 /// What `repro` prints: the case, the compiler (and whether it differs from the recorded
@@ -106,7 +140,7 @@ pub fn render(entry: &crate::corpus::Entry, checked: &EntryResult) -> String {
     let now = checked.run.describe_compiler();
     let _ = writeln!(out, "compiler: {now}");
     if let Some(f) = &entry.meta.finding {
-        if f.compiler != now {
+        if f.compiler != now && checked.run.external.as_ref() != entry.external.as_ref() {
             let _ = writeln!(
                 out,
                 "note: the finding was recorded with a different compiler: {}",

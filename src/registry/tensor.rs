@@ -10,6 +10,7 @@ use pimdiff_isa::machine::Schedule;
 use pimdiff_target_pimsim::check::n_version::LoweringChoice;
 use pimdiff_target_pimsim::check::RunConfig;
 use pimdiff_target_pimsim::compilers::injected::BugClass;
+use pimdiff_target_pimsim::compilers::record::{ExternalCompiler, Protocol};
 use pimdiff_target_pimsim::compilers::CompilerUnderTest;
 use pimdiff_target_pimsim::generate::GenConfig;
 use pimdiff_target_pimsim::TensorTarget;
@@ -35,7 +36,49 @@ pub fn hunt(
     let mut compiler = flags.compiler.clone();
     compiler.schedules = compiler.schedules.or(Some(DEFAULT_SCHEDULES));
     let target = TensorTarget::new(&flags.generator.config(), compiler.run_config());
+    if target.run_config().external.is_some() {
+        preflight(&target, cfg)?;
+    }
     hunt_maybe_guided(cfg, target, control, guided)
+}
+
+/// Checks the hunt's first cases (at most `setup::PROBE_CASES`) for a set-up mistake of the
+/// external compiler: when every one fails the same way (command not found, a server that does
+/// not answer, ...), the hunt stops with the fix before anything is saved (exit 2). The first
+/// case that compiles, declines or fails otherwise ends the check: the compiler works.
+fn preflight(target: &TensorTarget, cfg: &HuntConfig) -> anyhow::Result<()> {
+    use pimdiff_engine::hunt::Target as _;
+    use pimdiff_target_pimsim::check::setup::{diagnose, PROBE_CASES};
+    let cases = match cfg.limit {
+        pimdiff_engine::Limit::Cases(n) => n.div_ceil(cfg.shard.count.max(1)).min(PROBE_CASES),
+        pimdiff_engine::Limit::Duration(_) => PROBE_CASES,
+    };
+    let mut seen = None;
+    for i in 0..cases {
+        let k = cfg.shard.index + i * cfg.shard.count;
+        let case = target.case(pimdiff_engine::hunt::case_seed(cfg.seed, k));
+        let result =
+            pimdiff_target_pimsim::check::check_case_within(&case.case, &target.run_for(&case));
+        match diagnose(&result.outcome) {
+            Some(s)
+                if seen.as_ref().is_none_or(
+                    |f: &pimdiff_target_pimsim::check::setup::Setup| f.mistake == s.mistake,
+                ) =>
+            {
+                seen = Some(s)
+            }
+            _ => return Ok(()),
+        }
+    }
+    let Some(s) = seen else { return Ok(()) };
+    anyhow::bail!(
+        "the compiler under test is not set up: the first {cases} case(s) all failed before \
+         compiling anything, so the hunt did not start and saved nothing\n  compiler: {}\n  \
+         what happened: {}\n  fix: {}",
+        target.run_config().describe_compiler(),
+        s.what.replace('\n', "\n    "),
+        s.fix
+    )
 }
 
 /// The compiler under test and how its programs run; shared by `repro`, `replay` and `hunt`.
@@ -55,6 +98,11 @@ pub struct CompilerArgs {
         requires = "compiler_cmd"
     )]
     pub compiler_protocol: Option<CompilerProtocol>,
+    /// An environment variable for --compiler-cmd, `NAME=VALUE` (repeatable): added to
+    /// pimdiff's own environment and recorded in every finding, so that `repro` runs the
+    /// compiler the same way.
+    #[arg(long, value_name = "NAME=VALUE", value_parser = parse_env_var, requires = "compiler_cmd")]
+    pub compiler_env: Vec<(String, String)>,
     /// In-repo compiler: do not skip kernel positions that fall in the padding, in any case.
     /// Without it a hunt switches padding skipping off in some cases (drawn from each case's
     /// seed), and `repro` and `replay` use the options a finding recorded.
@@ -141,12 +189,14 @@ impl CompilerArgs {
 
     /// The run configuration these flags describe.
     pub fn run_config(&self) -> RunConfig {
-        let compiler = if let Some(command) = &self.compiler_cmd {
-            let command = command.clone();
-            match self.compiler_protocol.unwrap_or_default() {
-                CompilerProtocol::Process => CompilerUnderTest::External { command },
-                CompilerProtocol::Serve => CompilerUnderTest::Served { command },
+        let external = self.external();
+        let compiler = if let Some(record) = &external {
+            // It runs where pimdiff runs; the directory is recorded for `repro` elsewhere.
+            ExternalCompiler {
+                workdir: None,
+                ..record.clone()
             }
+            .compiler()
         } else if let Some(bug) = self.inject_bug {
             CompilerUnderTest::Mutated(bug, self.inject_into.unwrap_or_default())
         } else {
@@ -159,6 +209,7 @@ impl CompilerArgs {
             })
         };
         let mut run = RunConfig::with_compiler(compiler);
+        run.external = external;
         if let Some(choice) = self.lowering {
             run = run.with_lowering(choice, self.inject_into);
         }
@@ -178,6 +229,41 @@ impl CompilerArgs {
         run.interpreter_panic_on = self.inject_interpreter_panic;
         run
     }
+}
+
+impl CompilerArgs {
+    /// The external compiler these flags ask for, with the directory pimdiff runs in.
+    pub fn external(&self) -> Option<ExternalCompiler> {
+        let command = self.compiler_cmd.clone()?;
+        Some(ExternalCompiler {
+            protocol: match self.compiler_protocol.unwrap_or_default() {
+                CompilerProtocol::Process => Protocol::Process,
+                CompilerProtocol::Serve => Protocol::Serve,
+            },
+            command,
+            workdir: std::env::current_dir().ok(),
+            env: self.compiler_env.iter().cloned().collect(),
+            timeout_ms: self
+                .compiler_timeout
+                .map(|t| u64::try_from(t.as_millis()).unwrap_or(u64::MAX)),
+        })
+    }
+}
+
+/// `NAME=VALUE` of `--compiler-env`.
+fn parse_env_var(text: &str) -> Result<(String, String), String> {
+    let (name, value) = text
+        .split_once('=')
+        .ok_or_else(|| format!("`{text}` is not NAME=VALUE"))?;
+    let valid = !name.is_empty()
+        && !name.starts_with(|c: char| c.is_ascii_digit())
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if !valid {
+        return Err(format!(
+            "`{name}` is not a variable name (letters, digits and _, not starting with a digit)"
+        ));
+    }
+    Ok((name.to_string(), value.to_string()))
 }
 
 /// Generator size flags (each maps to the [`GenConfig`] field of the same name; unset flags

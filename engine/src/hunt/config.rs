@@ -38,7 +38,15 @@ pub struct HuntControl {
     pub abort_minimization: Arc<AtomicBool>,
     /// Draw an indicatif progress bar on stderr (the caller decides: a terminal, no --quiet).
     pub progress: bool,
+    /// When set, each finding's triage gets at least the time of this many checks of a case
+    /// at the speed the sweep measured, up to [`MAX_ADAPTED_TRIAGE`] (the CLI sets it when
+    /// `--minimize-time` is not given): a compiler that takes half a second per case gets the
+    /// runs it needs, where a fixed 10 s would cut every minimization short.
+    pub triage_checks: Option<u64>,
 }
+
+/// The longest an adapted triage budget grows (see [`HuntControl::triage_checks`]).
+pub const MAX_ADAPTED_TRIAGE: Duration = Duration::from_secs(600);
 
 /// Why a hunt could not run or could not save its results (bad set-up, not findings).
 #[derive(Debug, thiserror::Error)]

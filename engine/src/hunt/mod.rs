@@ -49,8 +49,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 pub use self::config::{
-    HuntConfig, HuntControl, HuntError, CAUSE_RUNS, FINDINGS_DIR, MAX_STUCK, STOP_GRACE,
-    STOP_TRIAGE, SUMMARY_JSON, SUMMARY_MD,
+    HuntConfig, HuntControl, HuntError, CAUSE_RUNS, FINDINGS_DIR, MAX_ADAPTED_TRIAGE, MAX_STUCK,
+    STOP_GRACE, STOP_TRIAGE, SUMMARY_JSON, SUMMARY_MD,
 };
 pub use self::guided::{load_corpus, CorpusError, Guidance, GuidedTarget};
 pub use self::shrink::MinimizeConfig;

@@ -13,7 +13,7 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::config::{HuntConfig, HuntControl, HuntError, Timeline, CAUSE_RUNS};
+use super::config::{HuntConfig, HuntControl, HuntError, Timeline, CAUSE_RUNS, MAX_ADAPTED_TRIAGE};
 use super::early_save::{Context, Record};
 use super::grouping::{final_cause, group_by_cause, Cause, Group};
 use super::jobs::{run_jobs, JobLimits};
@@ -56,9 +56,10 @@ pub(super) fn settle<T: Target>(
             swept.firsts.len()
         );
     }
-    let causes = causes(cfg, ctx, jobs, &should_end, swept);
+    let time = triage_time(cfg, control, swept, jobs);
+    let causes = causes(time, ctx, jobs, &should_end, swept);
     let groups = group_by_cause(&causes);
-    let triaged = triage_all(cfg, ctx, jobs, clock, &should_end, swept, &groups);
+    let triaged = triage_all((time, cfg), ctx, jobs, clock, &should_end, swept, &groups);
     let mut finals: Vec<Final<T>> = Vec::new();
     for (g, t) in groups.into_iter().zip(triaged) {
         let cause = final_cause(&g.cause, t.as_ref().map(|t| &t.cause));
@@ -93,6 +94,30 @@ pub(super) fn settle<T: Target>(
     Ok(out)
 }
 
+/// The time budget of each finding's triage: `--minimize-time`, or when the hunt adapts it
+/// ([`HuntControl::triage_checks`]) at least that many checks at the sweep's speed per worker.
+fn triage_time(cfg: &HuntConfig, control: &HuntControl, swept: &Sweep, jobs: usize) -> Duration {
+    let speed = (swept.elapsed, swept.cases_run, jobs);
+    adapted_time(cfg.minimize.time_budget, control.triage_checks, speed)
+}
+
+/// `configured`, or the time of `checks` checks at the sweep's speed per worker (`elapsed` for
+/// `cases` cases on `jobs` workers) when that is longer, up to [`MAX_ADAPTED_TRIAGE`].
+fn adapted_time(
+    configured: Duration,
+    checks: Option<u64>,
+    (elapsed, cases, jobs): (Duration, u64, usize),
+) -> Duration {
+    let Some(checks) = checks.filter(|_| cases > 0) else {
+        return configured;
+    };
+    let per_check = elapsed.mul_f64(jobs as f64 / cases as f64);
+    let adapted = per_check
+        .saturating_mul(u32::try_from(checks).unwrap_or(u32::MAX))
+        .min(MAX_ADAPTED_TRIAGE);
+    configured.max(adapted)
+}
+
 /// The budget of one job: its own time from now, and never past the hunt's triage deadline.
 fn job_budget(time: Duration, end: Option<Instant>, max_runs: u64) -> Budget {
     let own = Instant::now().checked_add(time);
@@ -122,7 +147,7 @@ fn job_limit<T: Target>(target: &T, time: Duration) -> Duration {
 /// The cause of each bucket (its signature, unlocalized, when it was not reached in time,
 /// and for timeouts).
 fn causes<T: Target>(
-    cfg: &HuntConfig,
+    time: Duration,
     ctx: &Arc<Context<T>>,
     jobs: usize,
     should_end: &dyn Fn() -> bool,
@@ -135,7 +160,7 @@ fn causes<T: Target>(
         .map(|f| (f.index, f.signature.clone()))
         .collect();
     let cancel = Arc::new(AtomicBool::new(false));
-    let time = cfg.minimize.time_budget / CAUSE_SHARE;
+    let time = time / CAUSE_SHARE;
     let limits = JobLimits {
         threads: jobs,
         per_job: job_limit(ctx.target.as_ref(), time),
@@ -166,7 +191,7 @@ fn causes<T: Target>(
 /// Triages each cause's representative (none for timeouts); `None` where triage did not
 /// finish in time (or the target panicked in it).
 fn triage_all<T: Target>(
-    cfg: &HuntConfig,
+    (time, cfg): (Duration, &HuntConfig),
     ctx: &Arc<Context<T>>,
     jobs: usize,
     clock: &Timeline,
@@ -186,7 +211,6 @@ fn triage_all<T: Target>(
         .map(|(i, _)| i)
         .collect();
     let cancel = Arc::new(AtomicBool::new(false));
-    let time = cfg.minimize.time_budget;
     let max_runs = cfg.minimize.max_steps as u64;
     let limits = JobLimits {
         threads: jobs,
@@ -321,6 +345,23 @@ fn resign(dir: &std::path::Path, signature: &Signature) -> Result<(), HuntError>
 mod tests {
     use super::*;
     use crate::finding::{write_finding, FindingMeta};
+
+    #[test]
+    fn the_triage_time_adapts_to_a_slow_compiler_only_when_asked() {
+        let ten = Duration::from_secs(10);
+        // 200 cases in 100 s on 2 workers: 1 s a check; 150 checks take 150 s.
+        let slow = (Duration::from_secs(100), 200, 2);
+        assert_eq!(adapted_time(ten, Some(150), slow), Duration::from_secs(150));
+        // A fast compiler keeps the configured time; an explicit time is kept as given.
+        let fast = (Duration::from_secs(1), 3000, 2);
+        assert_eq!(adapted_time(ten, Some(150), fast), ten);
+        assert_eq!(adapted_time(ten, None, slow), ten);
+        // Nothing ran: nothing to measure.
+        assert_eq!(adapted_time(ten, Some(150), (Duration::ZERO, 0, 2)), ten);
+        // A compiler that takes a minute a case is capped.
+        let glacial = (Duration::from_secs(600), 10, 1);
+        assert_eq!(adapted_time(ten, Some(150), glacial), MAX_ADAPTED_TRIAGE);
+    }
 
     #[test]
     fn a_directory_renamed_into_place_takes_its_findings_signature() {

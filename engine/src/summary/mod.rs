@@ -491,5 +491,18 @@ fn findings_section(md: &mut String, s: &HuntSummary) {
     {
         let _ = writeln!(md);
     }
+    let cut = s
+        .findings
+        .iter()
+        .filter(|f| f.triaged && f.minimization.cut_short)
+        .count();
+    if cut > 0 && s.cases_per_second > 0.0 {
+        let _ = writeln!(
+            md,
+            "Triage of {cut} finding(s) was cut short (a case took about {:.2} s to check per \
+             thread): give it more time with `--minimize-time`, e.g. `--minimize-time 5m`.\n",
+            s.jobs as f64 / s.cases_per_second
+        );
+    }
     let _ = writeln!(md, "Reproduce one with `pimdiff repro OUT/findings/<dir>`.");
 }

@@ -16,6 +16,7 @@
 //! A check that never ends (a hanging compiler) is caught by a watchdog on another thread
 //! (`pimdiff_engine::hunt::watchdog`); [`check_case_staged`] reports the stages to it.
 
+pub mod bundle;
 pub mod capacity;
 pub mod compare;
 pub mod concurrency;
@@ -23,6 +24,7 @@ pub mod n_version;
 pub mod outcome;
 pub mod refute;
 mod run_config;
+pub mod setup;
 
 use std::cell::Cell;
 

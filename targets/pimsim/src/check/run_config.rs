@@ -44,6 +44,10 @@ pub struct RunConfig {
     /// opcode, as an interpreter bug would (proves that a hunt reports `interpreter-panic`).
     /// `None` (the default) for the real interpreter.
     pub interpreter_panic_on: Option<Opcode>,
+    /// How the external compiler of `compiler` was asked for (command, protocol, directory,
+    /// environment), recorded in each finding so that `repro` and `replay` compile with it;
+    /// `None` for the in-repo compiler, or when nobody recorded it.
+    pub external: Option<crate::compilers::record::ExternalCompiler>,
 }
 
 impl RunConfig {
@@ -160,6 +164,7 @@ impl Default for RunConfig {
             external_timeout: Self::DEFAULT_EXTERNAL_TIMEOUT,
             case_timeout: Self::DEFAULT_CASE_TIMEOUT,
             interpreter_panic_on: None,
+            external: None,
         }
     }
 }

@@ -2,7 +2,20 @@
 //! needs and how much the architecture offers.
 //!
 //! The in-repo compiler's typed `Unsupported` carries the numbers; an external compiler's
-//! reason text is read for the same shape (`… N needed, M available …`). The checker
+//! reason text is read for the same shape ([`Claim::from_reason`]). The phrases read as claims,
+//! and the architecture field each is compared with (`docs/guide/your-compiler.md` has the
+//! same table):
+//!
+//! | the reason says (any case) | resource | compared with |
+//! |---|---|---|
+//! | `array` or `crossbar`, and `per core`, `per-core`, `each core` or `one core` | [`Resource::ArraysPerCore`] | `arch.arrays_per_core` |
+//! | `array` or `crossbar` | [`Resource::Arrays`] | `arch.cores × arch.arrays_per_core` (the chip's total) |
+//! | `memory` | [`Resource::LocalMemory`] | `arch.local_memory_bytes` (one core's) |
+//! | `instruction` | [`Resource::Instructions`] | nothing: the limit is the compiler's own |
+//! | anything else | [`Resource::Other`] | nothing |
+//!
+//! The numbers are the first `N needed, M available` of the text (decimal integers). The
+//! checker
 //! ([`crate::check`]) holds every claim against the case: a claim that contradicts itself, that
 //! misstates the architecture, or whose need disagrees with the harness's own model of the
 //! lowering is a `bogus-unsupported` finding.
@@ -16,6 +29,8 @@ use pimdiff_compiler::Unsupported;
 pub enum Resource {
     /// Crossbar arrays of the whole chip (`cores × arrays_per_core`).
     Arrays,
+    /// Crossbar arrays of one core (`arrays_per_core`).
+    ArraysPerCore,
     /// Local memory of one core, in bytes.
     LocalMemory,
     /// Instructions of the program (the limit is the compiler's own, not the architecture's).
@@ -30,6 +45,7 @@ impl fmt::Display for Resource {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Resource::Arrays => f.write_str("crossbar arrays"),
+            Resource::ArraysPerCore => f.write_str("crossbar arrays per core"),
             Resource::LocalMemory => f.write_str("local memory bytes"),
             Resource::Instructions => f.write_str("instructions"),
             Resource::ArchField(field) => write!(f, "arch.{field}"),
@@ -77,9 +93,8 @@ impl Claim {
     }
 
     /// The claim in an external compiler's reason text: the first `N needed, M available`
-    /// (decimal integers, any case), with the resource taken from the words of the text
-    /// (`array` → arrays, `memory` → local memory, `instruction` → instructions). `None` when
-    /// the text has no such numbers.
+    /// (decimal integers, any case), with the resource taken from the words of the text (the
+    /// table of the module docs). `None` when the text has no such numbers.
     pub fn from_reason(text: &str) -> Option<Claim> {
         let lower = text.to_ascii_lowercase();
         let at = lower.find(" needed, ")?;
@@ -92,8 +107,15 @@ impl Claim {
             return None;
         }
         let available = after[..digits].parse().ok()?;
+        let per_core = ["per core", "per-core", "each core", "one core"]
+            .iter()
+            .any(|w| lower.contains(w));
         let resource = if lower.contains("array") || lower.contains("crossbar") {
-            Resource::Arrays
+            if per_core {
+                Resource::ArraysPerCore
+            } else {
+                Resource::Arrays
+            }
         } else if lower.contains("memory") {
             Resource::LocalMemory
         } else if lower.contains("instruction") {
@@ -147,6 +169,14 @@ mod tests {
                 resource: Resource::LocalMemory,
                 needed: 4096,
                 available: 1024
+            })
+        );
+        assert_eq!(
+            Claim::from_reason("crossbar arrays per core: 2 needed, 1 available"),
+            Some(Claim {
+                resource: Resource::ArraysPerCore,
+                needed: 2,
+                available: 1
             })
         );
         assert_eq!(

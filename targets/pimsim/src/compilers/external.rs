@@ -77,14 +77,7 @@ pub fn compile_external(
     let (stdout, stderr) = (&run.stdout.bytes, &run.stderr.bytes);
     match run.status {
         Status::TimedOut => Err(CompileFailure::TimedOut { limit: timeout }),
-        Status::Exited { code: 0 } => {
-            Bundle::read_dir(&out_dir).map_err(|e| CompileFailure::Failed {
-                message: format!(
-                    "the external compiler wrote a broken bundle: {}",
-                    strip_dir(&e.to_string(), &out_dir)
-                ),
-            })
-        }
+        Status::Exited { code: 0 } => read_bundle(case, &out_dir, ("the external compiler", false)),
         Status::Exited {
             code: UNSUPPORTED_EXIT_CODE,
         } => {
@@ -109,15 +102,38 @@ pub fn compile_external(
     }
 }
 
-fn poisoned(reason: String) -> CompileFailure {
-    CompileFailure::Poisoned { reason }
+/// The bundle `who` wrote into `out_dir`, checked against the format and the case
+/// (`check::bundle`); a malformed one is a compile error naming the file and field. A compiler
+/// that wrote nothing at all is told what that usually means.
+pub(super) fn read_bundle(
+    case: &Case,
+    out_dir: &Path,
+    (who, served): (&str, bool),
+) -> Result<Bundle, CompileFailure> {
+    let empty = fs::read_dir(out_dir).is_ok_and(|mut d| d.next().is_none());
+    if empty {
+        let message = if served {
+            format!(
+                "{who} answered `compiled` but wrote nothing into the bundle directory (the \
+                 request's `out`)"
+            )
+        } else {
+            format!("{who} wrote nothing into the bundle directory: {EMPTY_BUNDLE_HINT}")
+        };
+        return Err(CompileFailure::Failed { message });
+    }
+    crate::check::bundle::read_bundle(out_dir, Some(case)).map_err(|m| CompileFailure::Failed {
+        message: format!("{}: {who} wrote {m}", crate::check::bundle::MALFORMED),
+    })
 }
 
-/// Shows paths inside the bundle directory relative to it (`bundle/io.json`), so that messages
-/// (and signatures) do not depend on the temporary directory's name.
-pub(super) fn strip_dir(message: &str, out_dir: &Path) -> String {
-    let prefix = format!("{}/", out_dir.display());
-    message.replace(&prefix, "bundle/")
+/// What a compiler that exits 0 without writing a bundle usually is.
+pub const EMPTY_BUNDLE_HINT: &str = "is it a server? use --compiler-protocol serve (a \
+     process-per-case compiler must write config.json, core_<i>.json, xbars/ and io.json into \
+     {out} before it exits 0)";
+
+fn poisoned(reason: String) -> CompileFailure {
+    CompileFailure::Poisoned { reason }
 }
 
 /// The command with `{case}` and `{out}` replaced by single-quoted paths (appended when the

@@ -13,6 +13,7 @@ pub mod external;
 pub mod in_repo;
 pub mod injected;
 pub mod races;
+pub mod record;
 pub mod serve;
 
 use std::time::Duration;

@@ -41,7 +41,6 @@ use pimdiff_isa::bundle::Bundle;
 use pimdiff_oracle::Case;
 use serde::{Deserialize, Serialize};
 
-use super::external::strip_dir;
 use super::{Claim, CompileFailure};
 use pimdiff_engine::process::{Answer, Invocation, Limits, Server, Status};
 
@@ -170,12 +169,7 @@ pub fn compile_served(
     };
     let out_dir = &slot.scratch.out;
     let result = match said {
-        Said::Compiled => Bundle::read_dir(out_dir).map_err(|e| CompileFailure::Failed {
-            message: format!(
-                "the compile server wrote a broken bundle: {}",
-                strip_dir(&e.to_string(), out_dir)
-            ),
-        }),
+        Said::Compiled => super::external::read_bundle(case, out_dir, ("the compile server", true)),
         Said::Unsupported(reason) => {
             let claim = Claim::from_reason(&reason);
             Err(CompileFailure::Unsupported { reason, claim })

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use crate::check::n_version::LoweringChoice;
 use crate::check::{check_case_within, CaseResult, RunConfig};
 use crate::compilers::injected::BugClass;
+use crate::compilers::record::ExternalCompiler;
 use crate::compilers::CompilerUnderTest;
 use crate::options::CaseOptions;
 
@@ -74,6 +75,10 @@ pub struct Entry {
     /// the base configuration still force theirs (`CaseOptions::forced_by`). `None`: the base
     /// configuration's.
     pub options: Option<CaseOptions>,
+    /// The external compiler the finding was made with (`finding.json`'s
+    /// `details.external_compiler`, or for an older finding its `compiler` in words): `repro`
+    /// and `replay` compile with it unless their flags choose a compiler.
+    pub external: Option<ExternalCompiler>,
 }
 
 /// Reads a case directory, its `finding.json` / `expect.json`, and checks the mutation name.
@@ -101,6 +106,7 @@ pub fn load_entry(dir: &Path) -> Result<Entry, EntryError> {
         lowering: meta.lowering(),
         options: meta.compile_options(),
         inject_into: meta.injected_into(),
+        external: meta.external_compiler(),
         meta,
         mutation,
     })
@@ -164,6 +170,9 @@ pub fn observe(outcome: &crate::check::Outcome) -> Observed {
 /// theirs). A `schedule-dependent` finding's recorded schedule is explored too, so it replays
 /// exactly.
 pub fn run_config_for(entry: &Entry, base: &RunConfig) -> RunConfig {
+    if let Some(run) = recorded_external(entry, base) {
+        return run;
+    }
     let run = match entry.mutation {
         Some(bug) => RunConfig {
             compiler: CompilerUnderTest::Mutated(bug, entry.inject_into.unwrap_or_default()),
@@ -194,6 +203,28 @@ pub fn run_config_for(entry: &Entry, base: &RunConfig) -> RunConfig {
         }
     }
     run
+}
+
+/// `base` with the external compiler `entry` records, when the base configuration chose no
+/// compiler of its own (the in-repo compiler with no flags: `--compiler-cmd` or
+/// `--inject-bug` override the record).
+pub fn recorded_external(entry: &Entry, base: &RunConfig) -> Option<RunConfig> {
+    let record = entry.external.as_ref()?;
+    let chosen = base.external.is_some()
+        || base.second.is_some()
+        || !matches!(base.compiler, CompilerUnderTest::InRepo(_));
+    if chosen {
+        return None;
+    }
+    let mut run = RunConfig {
+        compiler: record.compiler(),
+        external: Some(record.clone()),
+        ..base.clone()
+    };
+    if let Some(t) = record.timeout() {
+        run.external_timeout = t;
+    }
+    Some(run)
 }
 
 /// Checks one entry: compile, run, compare with the oracle and with `expected.npy`, and with

@@ -13,6 +13,7 @@ use super::{io_err, CorpusError, EXPECT_JSON};
 use crate::check::n_version::LoweringChoice;
 use crate::check::RunConfig;
 use crate::compilers::CompilerUnderTest;
+use crate::compilers::record::ExternalCompiler;
 use crate::options::CaseOptions;
 use pimdiff_compiler::Lowering;
 use pimdiff_engine::finding::{
@@ -93,6 +94,16 @@ impl EntryMeta {
             .and_then(|f| injected_into(&f.details).ok().flatten())
     }
 
+    /// The external compiler the finding records: `details.external_compiler`, else (a
+    /// finding saved before that record) its `compiler` when it names an external one.
+    pub fn external_compiler(&self) -> Option<ExternalCompiler> {
+        let f = self.finding.as_ref()?;
+        ExternalCompiler::from_details(&f.details)
+            .ok()
+            .flatten()
+            .or_else(|| ExternalCompiler::from_words(&f.compiler))
+    }
+
     /// The injected mutation the entry needs, if any: `expect.json`'s, else the bug the
     /// finding was found with.
     pub fn mutation(&self) -> Option<&str> {
@@ -130,8 +141,8 @@ fn injected_into(details: &serde_json::Value) -> Result<Option<Lowering>, String
 /// did: the injected bug (`injected_bug`) and, when an N-version run has it in one lowering,
 /// that lowering (`details.injected_into`); the lowering(s) (`lowering`); and the in-repo
 /// compiler's options (`details.compile_options`: `options` when the case carries its own,
-/// else the run's, with a `per-case` reduction resolved for `case`). An external compiler's
-/// command cannot be recorded for reuse: `repro` takes it again as `--compiler-cmd`.
+/// else the run's, with a `per-case` reduction resolved for `case`); and how an external
+/// compiler was run (`details.external_compiler`), which `repro` and `replay` use again.
 pub fn record_compiler(
     meta: &mut FindingMeta,
     run: &RunConfig,
@@ -167,6 +178,10 @@ pub fn record_compiler(
     if !details.is_empty() {
         meta.details = serde_json::Value::Object(details);
     }
+    // How an external compiler was run: `repro` and `replay` run it again the same way.
+    if let Some(external) = &run.external {
+        meta.details = external.into_details(std::mem::take(&mut meta.details));
+    }
 }
 
 /// Reads `finding.json` and `expect.json` of a case directory, each when present.
@@ -194,6 +209,9 @@ impl Versioned for FindingMeta {
             return Some(bad);
         }
         if let Err(bad) = injected_into(&self.details) {
+            return Some(bad);
+        }
+        if let Err(bad) = ExternalCompiler::from_details(&self.details) {
             return Some(bad);
         }
         let lowering = self.lowering.as_deref()?;

@@ -19,6 +19,9 @@ pub(crate) struct Found {
     pub fixes: Vec<String>,
     /// Position in the search order (smaller: tried earlier).
     pub order: usize,
+    /// For an `sldi` whose register next serves as the address of an `ld` or `st`: that
+    /// transfer (see [`address_consumer`]).
+    pub consumer: Option<Opcode>,
 }
 
 impl Found {
@@ -28,6 +31,11 @@ impl Found {
             // Whether it replaces a `nop` or goes before the store, it is one cause.
             Tweak::Activation { .. } => self.edit.tweak.field().to_string(),
             Tweak::Restore(i) => format!("missing {}", i.opcode().mnemonic()),
+            // The constant of a transfer's address moved is its offset moved: one cause,
+            // whichever of the two a program's shape lets a repair reach first.
+            Tweak::Imm(_) if self.consumer.is_some() => {
+                format!("{} offset", self.consumer.map_or("", |o| o.mnemonic()))
+            }
             _ => format!(
                 "{} {}",
                 self.edit.opcode.mnemonic(),
@@ -127,6 +135,33 @@ fn sort_key(f: &Found) -> (u8, bool, Opcode, usize) {
 }
 
 /// The operand text of `edit` at each of its sites.
+/// The transfer whose address a single-site `sldi` edit moves: the first instruction after
+/// the `sldi` on its core that uses its register, when that is an `ld` or `st` taking it as
+/// an address (`rd` or `rs1`). `None` for any other edit, or when the register is used
+/// otherwise (or overwritten) first.
+pub(crate) fn address_consumer(cores: &[Vec<Inst>], edit: &Edit) -> Option<Opcode> {
+    let [(core, pc)] = edit.sites[..] else {
+        return None;
+    };
+    let insts = cores.get(core as usize)?;
+    let Some(Inst::Sldi { rd: reg, .. }) = insts.get(pc as usize) else {
+        return None;
+    };
+    for inst in &insts[pc as usize + 1..] {
+        match *inst {
+            Inst::Mem { rd, rs1, .. } if rd == *reg || rs1 == *reg => {
+                // The transfers between the memories (`ld`, `st`; not `lmv`).
+                return inst.gmem_transfer().map(|_| inst.opcode());
+            }
+            Inst::Sldi { rd, .. } if rd == *reg => return None,
+            Inst::Nop | Inst::Setbw { .. } | Inst::Sldi { .. } | Inst::Mem { .. } => {}
+            // Anything else may read or write the register: the search stops.
+            _ => return None,
+        }
+    }
+    None
+}
+
 pub(crate) fn fix_texts(cores: &[Vec<Inst>], edit: &Edit) -> Vec<String> {
     edit.sites
         .iter()
@@ -184,4 +219,48 @@ pub(crate) struct Rule {
     pub opcode: Opcode,
     pub tweak: Tweak,
     pub every: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pimdiff_isa::formats::asm;
+
+    fn sldi_edit(core: u32, pc: u32) -> Edit {
+        Edit {
+            opcode: Opcode::Sldi,
+            tweak: Tweak::Imm(-4),
+            every: false,
+            sites: vec![(core, pc)],
+            per_site: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn an_sldi_that_feeds_a_transfers_address_names_that_transfer() {
+        let program = asm::parse(
+            ".cores 1\ncore 0:\n    sldi r1, imm=20\n    sldi r2, imm=0\n    st r1, r2, size=4\n    \
+             sldi r3, imm=4\n    vrelu r3, r3, len=1\n    sldi r4, imm=8\n    sldi r4, imm=9\n    \
+             ld r4, r2, size=4\n",
+        )
+        .unwrap();
+        let cores = &program.cores;
+        // The address of the store (rd) and the local source (rs1): both the store's.
+        assert_eq!(address_consumer(cores, &sldi_edit(0, 0)), Some(Opcode::St));
+        assert_eq!(address_consumer(cores, &sldi_edit(0, 1)), Some(Opcode::St));
+        // Used by a vector instruction first, or overwritten before any use: no transfer.
+        assert_eq!(address_consumer(cores, &sldi_edit(0, 3)), None);
+        assert_eq!(address_consumer(cores, &sldi_edit(0, 5)), None);
+        assert_eq!(address_consumer(cores, &sldi_edit(0, 6)), Some(Opcode::Ld));
+        let found = |edit: Edit| Found {
+            consumer: address_consumer(cores, &edit),
+            edit,
+            effect: Effect::Repaired,
+            fixes: Vec::new(),
+            order: 0,
+        };
+        // One cause whichever the repair reaches: the store's offset.
+        assert_eq!(found(sldi_edit(0, 0)).label(), "st offset");
+        assert_eq!(found(sldi_edit(0, 3)).label(), "sldi imm");
+    }
 }

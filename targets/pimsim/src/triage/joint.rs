@@ -17,7 +17,7 @@
 use pimdiff_isa::bundle::Bundle;
 use pimdiff_isa::{Inst, Opcode};
 
-use super::attempt::{fix_texts, group_numbers, try_edit, Found, Localization};
+use super::attempt::{address_consumer, fix_texts, group_numbers, try_edit, Found, Localization};
 use super::judge::{Effect, Failure};
 use super::repairs::{single_edits, sites_of, Edit, Tweak};
 use crate::check::RunConfig;
@@ -98,6 +98,7 @@ pub(crate) fn joint_repair(
                     effect,
                     fixes: fix_texts(cores, edit),
                     order,
+                    consumer: address_consumer(cores, edit),
                 };
                 if effect != Effect::Nothing && best.as_ref().is_none_or(|b| stronger(&found, b)) {
                     best = Some(found);
@@ -120,6 +121,7 @@ pub(crate) fn joint_repair(
         if try_edit(failure, work, &edit, cfg) == Effect::Repaired {
             let fixes = fix_texts(cores, &edit);
             let found = Found {
+                consumer: address_consumer(cores, &edit),
                 edit,
                 effect: Effect::Repaired,
                 fixes,

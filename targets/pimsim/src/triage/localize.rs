@@ -18,7 +18,9 @@ use std::time::Instant;
 
 use pimdiff_isa::Inst;
 
-use super::attempt::{fix_texts, group_numbers, try_edit, Found, Localization, Rule};
+use super::attempt::{
+    address_consumer, fix_texts, group_numbers, try_edit, Found, Localization, Rule,
+};
 use super::judge::{judging_config, Effect, Failure, Limits};
 use super::repairs::{self, class_edits, single_edits, Edit, Tweak};
 use crate::check::outcome::Outcome;
@@ -65,6 +67,7 @@ pub(crate) fn localize(
         if effect != Effect::Nothing {
             let fixes = fix_texts(&program.cores, &edit);
             let found = Found {
+                consumer: address_consumer(&program.cores, &edit),
                 edit,
                 effect,
                 fixes,

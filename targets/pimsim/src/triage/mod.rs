@@ -335,6 +335,11 @@ pub fn triage_with(
         }
     }
     log.append(&mut shrunk.log);
+    let left = budget.max_runs.saturating_sub(spent(&shrunk));
+    if let Some(original) = no_larger(case, &done, checker, budget, left, cancel, &mut log) {
+        shrunk.kept = 0;
+        done = original;
+    }
     Triaged {
         minimization: MinimizationLog {
             tried: shrunk.tried as u64,
@@ -351,6 +356,29 @@ pub fn triage_with(
         also: done.cause.also,
         suspects: done.suspects,
     }
+}
+
+/// The original case, checked and localized, when `done` (the shrunk case) is larger than it.
+/// Generic values have more nonzero cells than the original (a size `case_size` counts), and
+/// when shrinking did not win that back (cut short, or nothing kept) the original is saved
+/// instead: minimization never grows a case, and the figures describe what is saved.
+fn no_larger(
+    case: &Case,
+    done: &Finished,
+    checker: &dyn Checker,
+    budget: &Budget,
+    runs: u64,
+    cancel: &AtomicBool,
+    log: &mut Vec<String>,
+) -> Option<Finished> {
+    let (shrunk, original) = (case_size(&done.case), case_size(case));
+    if shrunk <= original {
+        return None;
+    }
+    log.push(format!(
+        "the shrunk case ({shrunk}) is not smaller than the original ({original}): the original is saved"
+    ));
+    Some(finish(case, checker, budget, runs, cancel))
 }
 
 /// Minimization ends by this instant, so that half of what is left of the budget's time stays
