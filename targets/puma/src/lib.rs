@@ -26,6 +26,7 @@ pub mod driver_input;
 pub mod files;
 pub mod frames;
 pub mod generate;
+pub mod graph;
 pub mod inject;
 pub mod localize;
 pub mod model_cpp;
@@ -37,6 +38,8 @@ pub mod reductions;
 pub mod reference;
 pub mod repro;
 pub mod tensors;
+pub mod user_check;
+pub mod user_model;
 
 pub use data::network_data;
 pub use generate::{network_from_seed, PumaNetConfig};
