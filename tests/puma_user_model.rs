@@ -7,8 +7,10 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use pimdiff::targets::puma::api::{describe, Call};
 use pimdiff::targets::puma::check::{CheckOptions, Verdict};
 use pimdiff::targets::puma::graph::{ModelGraph, OpKind};
+use pimdiff::targets::puma::network::{Matrix, Op, Output};
 use pimdiff::targets::puma::reference::NumericRange;
 use pimdiff::targets::puma::user_check::{data_and_reference, reference, CheckError, GraphData};
 use pimdiff::targets::puma::user_model::{check_model_cpp, UserError, UserOptions, UserVerdict};
@@ -27,13 +29,13 @@ fn dense_dump(ops: &str, last: u64) -> String {
         {ops}
         {{"id": 9, "length": 3, "op": "output", "piece": 201, "operands": [{last}]}}],
       "matrix_tiles": [{{"id": 301, "users": [3]}}, {{"id": 302, "users": [4]}}],
-      "model": "dense", "tiles": 3, "cores_per_tile": 8, "mvmus_per_core": 2, "mvmu_dim": 128,
-      "inputs": [{{"name": "in", "kind": "vector", "length": 130, "pieces": [
+      "model_id": 77, "model": "dense", "tiles": 3, "cores_per_tile": 8, "mvmus_per_core": 2, "mvmu_dim": 128,
+      "inputs": [{{"id": 11, "name": "in", "kind": "vector", "length": 130, "pieces": [
         {{"id": 101, "first": 0, "length": 128, "tile": 0, "address": 0, "counter": 1}},
         {{"id": 102, "first": 128, "length": 2, "tile": 0, "address": 128, "counter": 1}}]}}],
-      "outputs": [{{"name": "out", "kind": "vector", "length": 3, "pieces": [
+      "outputs": [{{"id": 12, "name": "out", "kind": "vector", "length": 3, "pieces": [
         {{"id": 201, "first": 0, "length": 3, "places": [{{"tile": 1, "address": 0, "counter": 1}}]}}]}}],
-      "matrices": [{{"name": "m", "kind": "dense", "width": 130, "height": 3, "tiles": [
+      "matrices": [{{"id": 13, "name": "m", "kind": "dense", "width": 130, "height": 3, "tiles": [
         {{"id": 301, "height": 3, "width": 128, "tile": 2, "core": 0, "mvmu": 0, "row": 0, "column": 0}},
         {{"id": 302, "height": 3, "width": 2, "tile": 2, "core": 0, "mvmu": 1, "row": 0, "column": 128}}]}}]}}"#
     )
@@ -153,10 +155,9 @@ fn seeded_data_is_deterministic_in_range_and_fills_every_matrix() {
 }
 
 /// A conv dump: a 1 × 2 image of 1 channel, a 2-wide kernel of 1 → 1 channels as two tiles
-/// (kernel columns 0 and 1), one output pixel = w[0][0]·x[0] + w[0][1]·x[1].
-#[test]
-fn a_conv_tile_takes_the_weights_of_its_kernel_position() {
-    let dump = r#"{"format": "pimdiff-puma-graph", "version": 1, "operations": [
+/// (kernel columns 0 and 1), one output pixel = w[0][0]·x[0] + w[0][1]·x[1]: the size of no
+/// padding.
+const CONV_DUMP: &str = r#"{"format": "pimdiff-puma-graph", "version": 1, "operations": [
         {"id": 1, "length": 1, "op": "input", "piece": 101, "operands": []},
         {"id": 2, "length": 1, "op": "input", "piece": 102, "operands": []},
         {"id": 3, "length": 1, "op": "mvm", "operands": [1]},
@@ -164,23 +165,122 @@ fn a_conv_tile_takes_the_weights_of_its_kernel_position() {
         {"id": 5, "length": 1, "op": "alu", "alu": "add", "operands": [4, 3]},
         {"id": 9, "length": 1, "op": "output", "piece": 201, "operands": [5]}],
       "matrix_tiles": [{"id": 301, "users": [3]}, {"id": 302, "users": [4]}],
-      "model": "conv", "tiles": 3, "cores_per_tile": 8, "mvmus_per_core": 2, "mvmu_dim": 128,
-      "inputs": [{"name": "img", "kind": "image", "width": 2, "height": 1, "channels": 1,
+      "model_id": 77, "model": "conv", "tiles": 3, "cores_per_tile": 8, "mvmus_per_core": 2, "mvmu_dim": 128,
+      "inputs": [{"id": 11, "name": "img", "kind": "image", "width": 2, "height": 1, "channels": 1,
         "stride": 1, "rows": 1, "columns": 2, "pieces": [
         {"id": 101, "first": 0, "length": 1, "tile": 0, "address": 0, "counter": 1},
         {"id": 102, "first": 1, "length": 1, "tile": 0, "address": 1, "counter": 1}]}],
-      "outputs": [{"name": "out", "kind": "image", "width": 1, "height": 1, "channels": 1,
+      "outputs": [{"id": 12, "name": "out", "kind": "image", "width": 1, "height": 1, "channels": 1,
         "stride": 1, "rows": 1, "columns": 1, "pieces": [
         {"id": 201, "first": 0, "length": 1, "places": [{"tile": 1, "address": 0, "counter": 1}]}]}],
-      "matrices": [{"name": "k", "kind": "conv", "kernel_width": 2, "kernel_height": 1,
+      "matrices": [{"id": 13, "name": "k", "kind": "conv", "kernel_width": 2, "kernel_height": 1,
         "in_channels": 1, "out_channels": 1, "stride": 1, "out_width": 1, "out_height": 1, "tiles": [
         {"id": 301, "height": 1, "width": 1, "tile": 2, "core": 0, "mvmu": 0, "row": 0, "column": 0, "kernel_row": 0, "kernel_column": 0},
         {"id": 302, "height": 1, "width": 1, "tile": 2, "core": 0, "mvmu": 1, "row": 0, "column": 0, "kernel_row": 0, "kernel_column": 1}]}]}"#;
+
+#[test]
+fn a_conv_tile_takes_the_weights_of_its_kernel_position() {
+    let dump = CONV_DUMP;
     let data = GraphData {
         inputs: vec![vec![3, 5]],
         weights: vec![vec![2, -1]],
     };
     assert_eq!(output_of(dump, &data), vec![Some(2 * 3 - 5)]);
+}
+
+/// A logged call of model 77.
+fn call(op: &str, out: u64, a: u64, b: u64, tensor: u64, h: u32) -> Call {
+    Call {
+        op: op.into(),
+        model: 77,
+        out,
+        a,
+        b,
+        tensor,
+        imm: 0.0,
+        h,
+        w: 0,
+    }
+}
+
+#[test]
+fn the_api_calls_of_a_model_are_rebuilt_as_a_description() {
+    let g = ModelGraph::from_json(&dense_dump("", 5)).unwrap();
+    let mut calls = vec![
+        call("input", 21, 0, 0, 11, 0),
+        call("mvm", 22, 21, 0, 13, 0),
+        // ALUVectorOperation::RELU is opcode 21.
+        call("alu", 23, 22, 0, 0, 21),
+        call("assign", 0, 23, 0, 12, 0),
+    ];
+    // A call of another model is not this one's.
+    calls.insert(
+        1,
+        Call {
+            model: 78,
+            ..call("input", 99, 0, 0, 11, 0)
+        },
+    );
+    let d = describe(&calls, &g).expect("described");
+    assert_eq!(
+        d.network.values,
+        vec![
+            Op::Input { input: 0 },
+            Op::Mvm { matrix: 0, x: 0 },
+            Op::Relu { x: 1 }
+        ]
+    );
+    assert_eq!(
+        d.network.outputs,
+        vec![Output::Vector {
+            name: "o0".into(),
+            length: 3,
+            value: 2
+        }]
+    );
+    assert_eq!(d.outputs, vec![0]);
+    let refused = |c: Vec<Call>| describe(&c, &g).expect_err("refused");
+    // MIN is opcode 14.
+    assert_eq!(
+        refused(vec![
+            call("input", 21, 0, 0, 11, 0),
+            call("alu", 23, 21, 21, 0, 14)
+        ]),
+        "ALU operation `min` (the description has none)"
+    );
+    assert_eq!(
+        refused(vec![call("mvm", 22, 21, 0, 13, 0)]),
+        "a `mvm` call reads a value no logged call made"
+    );
+    let twice = vec![
+        call("input", 21, 0, 0, 11, 0),
+        call("mvm", 22, 21, 0, 13, 0),
+        call("assign", 0, 22, 0, 12, 0),
+        call("assign", 0, 22, 0, 12, 0),
+    ];
+    assert_eq!(refused(twice), "output `out` is assigned twice");
+}
+
+/// A convolution's declared size gives the description the padding it implies.
+#[test]
+fn the_padding_a_declared_size_implies_is_the_descriptions() {
+    let g = ModelGraph::from_json(CONV_DUMP).unwrap();
+    let calls = vec![
+        call("input", 21, 0, 0, 11, 0),
+        call("conv", 22, 21, 0, 13, 0),
+        call("assign", 0, 22, 0, 12, 0),
+    ];
+    let d = describe(&calls, &g).expect("described");
+    assert!(matches!(
+        d.network.matrices[0],
+        Matrix::Conv {
+            kernel_width: 2,
+            out_width: 1,
+            padding_width: Some(0),
+            padding_height: None,
+            ..
+        }
+    ));
 }
 
 // ---- whole programs: these need a tree (PUMA_DIR) ----
@@ -226,6 +326,7 @@ fn options(tree: &Path, model: &str) -> UserOptions {
         timeout: Duration::from_secs(120),
         max_rss_bytes: 4 << 30,
         check: CheckOptions::default(),
+        write_weights: false,
     }
 }
 
@@ -264,6 +365,37 @@ fn a_network_the_compiler_gets_right_agrees_element_for_element() {
         ),
         "{:?}",
         checked.verdict
+    );
+    // Against what the calls ask, tanh's results are unknown (a hunt's semantics).
+    let api = m.api.as_ref().expect("the API check was made");
+    assert_eq!((api.compared, api.unknown), (200, 5));
+}
+
+/// The compiler builds a convolution's graph with its own padding, whatever size the calls
+/// declare: the programs compute the graph, and differ from what the calls ask.
+#[test]
+fn a_graph_built_against_the_calls_is_a_mismatch_of_the_api_check() {
+    let tree = tree_or_skip!();
+    let r = check_model_cpp(&options(&tree, "padding.cpp")).expect("checked");
+    assert_eq!(r.verdict, UserVerdict::Finding, "{}", r.reason);
+    let m = &r.models[0];
+    let api = m.api.as_ref().expect("the API check was made");
+    assert_eq!((api.compared, api.unknown), (4, 0));
+    let o = m.outcome.as_ref().unwrap();
+    assert_eq!(
+        o.signature.as_ref().map(|s| s.to_string()).as_deref(),
+        Some("mismatch: conv/all")
+    );
+    let Some(Verdict::Mismatch(x)) = o.checked.as_ref().map(|c| &c.verdict) else {
+        panic!("{:?}", o.checked);
+    };
+    assert_eq!((x.output.as_str(), x.wrong, x.known), ("out", 4, 4));
+    assert!(
+        m.detail.ends_with(
+            "(against what the API calls ask; the programs compute the compiler's own graph)"
+        ),
+        "{}",
+        m.detail
     );
 }
 
@@ -314,7 +446,7 @@ fn a_miscompilation_of_a_program_is_a_mismatch_traced_to_its_load() {
     else {
         panic!("no pair of loads to exchange");
     };
-    let checked = check_graph(dir, &graph, &data, &eval, opts.check);
+    let (checked, _) = check_graph(dir, &graph, &data, &eval, None, opts.check);
     let Verdict::Mismatch(m) = &checked.verdict else {
         panic!("{:?}", checked.verdict);
     };

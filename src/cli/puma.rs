@@ -103,6 +103,7 @@ pub fn main(args: Args) -> anyhow::Result<ExitCode> {
             },
             step_budget: args.max_steps,
         },
+        write_weights: args.out.is_some(),
     };
     let report = check_model_cpp(&opts).map_err(|e| anyhow::anyhow!("{e}"))?;
     print!("{}", text(&report));
@@ -153,6 +154,14 @@ fn text(r: &UserReport) -> String {
             m.tiles
         );
         let _ = writeln!(t, "  {}", m.detail);
+        let _ = match &m.api {
+            Ok(a) => writeln!(
+                t,
+                "  against what the API calls ask: {} elements compared, {} unknown",
+                a.compared, a.unknown
+            ),
+            Err(e) => writeln!(t, "  against what the API calls ask: {e}"),
+        };
         if let Some(s) = m
             .outcome
             .as_ref()

@@ -15,12 +15,12 @@
 //!    {"id": 12, "length": 5, "op": "set", "imm": 0, "operands": []},
 //!    {"id": 13, "length": 5, "op": "output", "piece": 4, "operands": [11]}],
 //!  "matrix_tiles": [{"id": 5, "users": [9]}],
-//!  "model": "simple", "tiles": 3, "cores_per_tile": 8, "mvmus_per_core": 2, "mvmu_dim": 128,
-//!  "inputs": [{"name": "in", "kind": "vector", "length": 5, "pieces": [
+//!  "model_id": 2, "model": "simple", "tiles": 3, "cores_per_tile": 8, "mvmus_per_core": 2, "mvmu_dim": 128,
+//!  "inputs": [{"id": 1, "name": "in", "kind": "vector", "length": 5, "pieces": [
 //!    {"id": 3, "first": 0, "length": 5, "tile": 0, "address": 0, "counter": 1}]}],
-//!  "outputs": [{"name": "out", "kind": "vector", "length": 5, "pieces": [
+//!  "outputs": [{"id": 6, "name": "out", "kind": "vector", "length": 5, "pieces": [
 //!    {"id": 4, "first": 0, "length": 5, "places": [{"tile": 1, "address": 0, "counter": 1}]}]}],
-//!  "matrices": [{"name": "m", "kind": "dense", "width": 5, "height": 5, "tiles": [
+//!  "matrices": [{"id": 8, "name": "m", "kind": "dense", "width": 5, "height": 5, "tiles": [
 //!    {"id": 5, "height": 5, "width": 5, "tile": 2, "core": 0, "mvmu": 0, "row": 0, "column": 0}]}]}
 //! ```
 //!
@@ -66,6 +66,8 @@ struct RawGraph {
     version: u32,
     operations: Vec<RawOp>,
     matrix_tiles: Vec<RawTileUsers>,
+    #[serde(default)]
+    model_id: u64,
     model: String,
     tiles: u32,
     cores_per_tile: u32,
@@ -103,6 +105,8 @@ struct RawTileUsers {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawTensor {
+    #[serde(default)]
+    id: u64,
     name: String,
     kind: String,
     #[serde(default)]
@@ -141,6 +145,8 @@ struct RawPiece {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawMatrix {
+    #[serde(default)]
+    id: u64,
     name: String,
     kind: String,
     #[serde(default)]
@@ -239,6 +245,8 @@ pub struct Piece {
 /// An input or output tensor.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct GraphTensor {
+    /// The compiler's identifier (the tensor's address), as the API log names it.
+    pub id: u64,
     pub name: String,
     pub shape: TensorShape,
     pub pieces: Vec<Piece>,
@@ -316,6 +324,8 @@ pub struct MatrixTile {
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct GraphMatrix {
+    /// The compiler's identifier (the matrix's address), as the API log names it.
+    pub id: u64,
     pub name: String,
     pub shape: MatrixShape,
     pub tiles: Vec<MatrixTile>,
@@ -387,6 +397,8 @@ impl GraphOp {
 /// A checked graph: operations in an order where operands come first.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ModelGraph {
+    /// The compiler's identifier of the model, as the API log names it.
+    pub model_id: u64,
     pub model: String,
     pub tiles: u32,
     pub cores_per_tile: u32,
@@ -459,6 +471,7 @@ impl ModelGraph {
         }
         let ops = operations(&raw, &pieces, &tile_ids, &inputs, &outputs, &matrices)?;
         Ok(ModelGraph {
+            model_id: raw.model_id,
             model: raw.model,
             tiles: raw.tiles,
             cores_per_tile: raw.cores_per_tile,
@@ -534,6 +547,7 @@ fn tensors(
             });
         }
         out.push(GraphTensor {
+            id: t.id,
             name: t.name.clone(),
             shape,
             pieces,
@@ -580,6 +594,7 @@ fn matrices(raw: &RawGraph) -> Result<(Vec<GraphMatrix>, TileIds), GraphError> {
             tiles.push(tile);
         }
         out.push(GraphMatrix {
+            id: r.id,
             name: r.name.clone(),
             shape,
             tiles,

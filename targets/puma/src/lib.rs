@@ -18,6 +18,7 @@
 //! `docs/puma.md` describes the API's semantics, the formats and the numerics;
 //! `docs/puma-findings.md` what hunts found.
 
+pub mod api;
 pub mod case;
 pub mod check;
 pub mod compile;

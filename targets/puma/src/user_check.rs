@@ -8,9 +8,11 @@
 //! until `Σ|w|` times its operand's largest magnitude fits a target — the same draw as a hunt's
 //! ([`super::data`]). A draw whose reference leaves the machine's range is repeated with a
 //! target four times smaller, up to [`super::data::ATTEMPTS`] times, then weights are zero.
-//! The weights are written for the MVMUs the compiler chose for each matrix tile, in the
-//! files and layout `ModelInstance::generateData` writes (row = output, snapshot
-//! `src/instance.cpp:55-75`), replacing whatever weights the program bound itself.
+//! The weights go into the MVMUs the compiler chose for each matrix tile, in the layout
+//! `ModelInstance::generateData` writes (row = output, snapshot `src/instance.cpp:55-75`);
+//! the weight files the program wrote, if any, are removed first (the snapshot's tests bind
+//! uninitialized arrays), and [`write_weight_files`] writes ours for a person who keeps the
+//! directory.
 //!
 //! **Reference.** Every operation of the dump computes one vector: an input piece's data; a
 //! matrix tile times its operand; an ALU operation element-wise; a vector of an immediate.
@@ -34,16 +36,20 @@
 //! **Check.** The inputs are written where the dump places their pieces, the machine runs,
 //! and every output piece assigned exactly once and placed exactly once is read back and its
 //! known elements compared. The first wrong element is traced to the instructions that
-//! computed it ([`super::localize`]).
+//! computed it ([`super::localize`]). When the programs compute their graph exactly, the same
+//! words are compared with what the API calls ask ([`super::api`], given by the caller): a
+//! difference there is a defect in how a call built its operations.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
 use pimdiff_puma::formats::load_model;
 use pimdiff_puma::machine::{Machine, MachineOptions, Quirks, RunOutcome, Word};
+use pimdiff_puma::{Model, Weights};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
+use super::api::ApiOutput;
 use super::check::{mnemonic, unflatten, variant_name, CheckOptions, Checked, Mismatch, Verdict};
 use super::data::{draw_weight_cells, ATTEMPTS};
 use super::graph::{GraphOp, MatrixShape, ModelGraph, OpKind};
@@ -502,21 +508,76 @@ pub fn write_weight_files(dir: &Path, graph: &ModelGraph, data: &GraphData) -> s
     Ok(())
 }
 
-/// The check of the compile in `dir` against `graph` with `data` and its `eval`.
+/// Removes the weight files the program wrote for `model` (its own data, replaced).
+fn remove_program_weights(dir: &Path, model: &str) -> std::io::Result<()> {
+    let prefix = format!("{model}-tile");
+    for entry in std::fs::read_dir(dir)? {
+        let name = entry?.file_name().to_string_lossy().to_string();
+        if name.starts_with(&prefix) && name.ends_with(".weights") {
+            std::fs::remove_file(dir.join(name))?;
+        }
+    }
+    Ok(())
+}
+
+/// The machine's weights of every matrix tile (`generateData`'s layout).
+fn set_weights(model: &mut Model, graph: &ModelGraph, data: &GraphData) -> Result<(), String> {
+    for (m, matrix) in graph.matrices.iter().enumerate() {
+        for (ti, t) in matrix.tiles.iter().enumerate() {
+            let mut w = Weights::zeros();
+            for r in 0..t.height {
+                for c in 0..t.width {
+                    let v = data.weights[m][weight_index(graph, m, ti, r, c)];
+                    w.set(r, c, i32::from(v));
+                }
+            }
+            let slot = model
+                .tiles
+                .get_mut(t.tile as usize)
+                .and_then(|tile| tile.cores.get_mut(t.core as usize))
+                .and_then(|core| core.mvmus.get_mut(t.mvmu as usize))
+                .ok_or_else(|| {
+                    format!(
+                        "matrix `{}` is placed on MVMU {} of core {} of tile {}, which the \
+                         programs do not have",
+                        matrix.name, t.mvmu, t.core, t.tile
+                    )
+                })?;
+            *slot = Some(w);
+        }
+    }
+    Ok(())
+}
+
+/// How the API's meaning was compared, when it was: elements compared (all equal unless the
+/// verdict says otherwise) and elements of the compared pieces it leaves unknown.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct ApiStats {
+    pub compared: u64,
+    pub unknown: u64,
+}
+
+/// The check of the compile in `dir` against `graph` with `data` and its `eval`, and, when
+/// `api` gives what the calls ask of each output, against that too.
 pub fn check_graph(
     dir: &Path,
     graph: &ModelGraph,
     data: &GraphData,
     eval: &Evaluation,
+    api: Option<&[Option<ApiOutput>]>,
     options: CheckOptions,
-) -> Checked {
-    if let Err(e) = write_weight_files(dir, graph, data) {
-        return unloadable("weights", e);
+) -> (Checked, Option<ApiStats>) {
+    if let Err(e) = remove_program_weights(dir, &graph.model) {
+        return (unloadable("weights", e), None);
     }
-    let model = match load_model(dir, &graph.model) {
+    let mut model = match load_model(dir, &graph.model) {
         Ok(m) => m,
-        Err(e) => return unloadable("programs", e),
+        Err(e) => return (unloadable("programs", e), None),
     };
+    if let Err(e) = set_weights(&mut model, graph, data) {
+        return (unloadable("weights", e), None);
+    }
+
     let machine_options = MachineOptions {
         step_budget: options.step_budget,
         frac_bits: 0,
@@ -524,10 +585,10 @@ pub fn check_graph(
     };
     let mut machine = match Machine::new(&model, machine_options) {
         Ok(m) => m,
-        Err(e) => return unloadable("machine set-up", e),
+        Err(e) => return (unloadable("machine set-up", e), None),
     };
     if let Err(e) = place_inputs(&mut machine, graph, data) {
-        return unloadable("inputs", e);
+        return (unloadable("inputs", e), None);
     }
     let outcome = machine.run();
     let overflows = model
@@ -538,8 +599,13 @@ pub fn check_graph(
             None => format!("tile {}: {len} instructions", id.tile),
         })
         .collect();
+    let mut stats = None;
     let verdict = match &outcome {
-        RunOutcome::Finished => compare(&machine, graph, eval, options.quirks),
+        RunOutcome::Finished => {
+            let (v, s) = compare(&machine, graph, eval, api, options.quirks);
+            stats = s;
+            v
+        }
         RunOutcome::Fault(f) => Verdict::Fault {
             kind: variant_name(&format!("{:?}", f.kind)),
             opcode: mnemonic(&f.text),
@@ -559,13 +625,14 @@ pub fn check_graph(
         }
         RunOutcome::OutOfSteps { steps } => Verdict::OutOfSteps { steps: *steps },
     };
-    Checked {
+    let checked = Checked {
         verdict,
         run: outcome.to_string(),
         steps: machine.stats().steps,
         beyond_word: machine.stats().beyond_word,
         instruction_memory_overflows: overflows,
-    }
+    };
+    (checked, stats)
 }
 
 fn unloadable(what: &str, message: impl ToString) -> Checked {
@@ -618,8 +685,9 @@ fn compare(
     machine: &Machine<'_>,
     graph: &ModelGraph,
     eval: &Evaluation,
+    api: Option<&[Option<ApiOutput>]>,
     quirks: Quirks,
-) -> Verdict {
+) -> (Verdict, Option<ApiStats>) {
     // Output operations per piece: a piece assigned twice is not compared.
     let mut assigned: BTreeMap<(usize, usize), Vec<usize>> = BTreeMap::new();
     for (i, op) in graph.ops.iter().enumerate() {
@@ -633,35 +701,23 @@ fn compare(
         elements += u64::from(p.length);
         let ([op], [place]) = (ops.as_slice(), p.places.as_slice()) else {
             if p.places.is_empty() {
-                return Verdict::Unloadable {
-                    what: "outputs".into(),
-                    message: format!(
-                        "elements {}..{} of output `{}` are assigned but placed nowhere",
-                        p.first,
-                        p.first + u64::from(p.length),
-                        graph.outputs[output].name
-                    ),
-                };
+                let message = format!(
+                    "elements {}..{} of output `{}` are assigned but placed nowhere",
+                    p.first,
+                    p.first + u64::from(p.length),
+                    graph.outputs[output].name
+                );
+                let what = "outputs".to_string();
+                return (Verdict::Unloadable { what, message }, None);
             }
             continue;
         };
         let expected = &eval.values[*op];
-        let address = match u32::try_from(place.address) {
-            Ok(a) => a,
-            Err(_) => {
-                return Verdict::Unloadable {
-                    what: "outputs".into(),
-                    message: format!("address {} out of range", place.address),
-                }
-            }
-        };
-        let words = match machine.read(place.tile, address, p.length) {
+        let words = match read_words(machine, place.tile, place.address, p.length) {
             Ok(w) => w,
-            Err(e) => {
-                return Verdict::Unloadable {
-                    what: "outputs".into(),
-                    message: e.to_string(),
-                }
+            Err(message) => {
+                let what = "outputs".to_string();
+                return (Verdict::Unloadable { what, message }, None);
             }
         };
         let mut c = Compared {
@@ -684,15 +740,100 @@ fn compare(
         }
         results.push(c);
     }
-    verdict(machine, graph, &results, elements, quirks)
+    let on_graph = |c: &Compared| {
+        let producer = graph.ops[c.op].operands()[0];
+        (producer, graph.ops[producer].name())
+    };
+    let v = verdict(machine, graph, &results, elements, quirks, &on_graph);
+    match api.filter(|_| matches!(v, Verdict::Pass { .. })) {
+        Some(api) => compare_api(machine, graph, &results, api, elements, quirks, v),
+        None => (v, None),
+    }
 }
 
+/// The programs compute their graph (`graph_verdict` is a pass): the same words against what
+/// the calls ask.
+fn compare_api(
+    machine: &Machine<'_>,
+    graph: &ModelGraph,
+    results: &[Compared],
+    api: &[Option<ApiOutput>],
+    elements: u64,
+    quirks: Quirks,
+    graph_verdict: Verdict,
+) -> (Verdict, Option<ApiStats>) {
+    let mut api_results = Vec::new();
+    let mut stats = ApiStats::default();
+    for c in results {
+        let Some(expected) = &api[c.output] else {
+            continue;
+        };
+        let length = graph.outputs[c.output]
+            .pieces
+            .iter()
+            .find(|p| p.first == c.first)
+            .map_or(0, |p| p.length);
+        let words = read_words(machine, c.tile, c.address, length).unwrap_or_default();
+        let (values, known) = (&expected.tensor.value, &expected.tensor.known);
+        let mut a = Compared {
+            wrong: Vec::new(),
+            known: 0,
+            ..*c
+        };
+        for (e, word) in words.iter().enumerate() {
+            let flat = c.first as usize + e;
+            if !known
+                .as_slice()
+                .and_then(|k| k.get(flat))
+                .copied()
+                .unwrap_or(false)
+            {
+                stats.unknown += 1;
+                continue;
+            }
+            a.known += 1;
+            let want = values
+                .as_slice()
+                .and_then(|v| v.get(flat))
+                .copied()
+                .unwrap_or(0);
+            if word.value != Some(want) {
+                a.wrong.push((e, want, word.value));
+            }
+        }
+        stats.compared += a.known;
+        api_results.push(a);
+    }
+    let on_api = |c: &Compared| {
+        let o = api[c.output].as_ref().expect("compared against the API");
+        (o.value, o.op.clone())
+    };
+    match verdict(machine, graph, &api_results, elements, quirks, &on_api) {
+        v @ Verdict::Mismatch(_) => (v, Some(stats)),
+        _ => (graph_verdict, Some(stats)),
+    }
+}
+
+/// `length` words of tile `tile` from `address`.
+fn read_words(
+    machine: &Machine<'_>,
+    tile: u32,
+    address: u64,
+    length: u32,
+) -> Result<Vec<Word>, String> {
+    let a = u32::try_from(address).map_err(|_| format!("address {address} out of range"))?;
+    machine.read(tile, a, length).map_err(|e| e.to_string())
+}
+
+/// The verdict of compared pieces; `name` gives the value (its index, its operation) a
+/// piece's expected elements come from, which orders the wrong ones and signs the mismatch.
 fn verdict(
     machine: &Machine<'_>,
     graph: &ModelGraph,
     results: &[Compared],
     elements: u64,
     quirks: Quirks,
+    name: &dyn Fn(&Compared) -> (usize, String),
 ) -> Verdict {
     let total_known: u64 = results.iter().map(|c| c.known).sum();
     let total_wrong: u64 = results.iter().map(|c| c.wrong.len() as u64).sum();
@@ -702,7 +843,7 @@ fn verdict(
     let Some(first) = results
         .iter()
         .filter(|c| !c.wrong.is_empty())
-        .min_by_key(|c| graph.ops[c.op].operands().first().copied().unwrap_or(c.op))
+        .min_by_key(|c| (name(c).0, c.output, c.first))
     else {
         return Verdict::Pass {
             compared: total_known,
@@ -725,11 +866,11 @@ fn verdict(
         .iter()
         .filter(|c| c.output == first.output)
         .collect();
-    let producer = graph.ops[first.op].operands()[0];
+    let (value, op) = name(first);
     Verdict::Mismatch(Box::new(Mismatch {
         output: tensor.name.clone(),
-        value: producer,
-        op: graph.ops[producer].name(),
+        value,
+        op,
         wrong: wrong_of_output.iter().map(|c| c.wrong.len() as u64).sum(),
         known: wrong_of_output.iter().map(|c| c.known).sum(),
         total_wrong,

@@ -29,13 +29,14 @@ use pimdiff_engine::finding::{Kind, Verdict as EngineVerdict};
 use pimdiff_engine::process::{Environment, Invocation, Limits, Pinning, ProcessError, Status};
 use serde::Serialize;
 
+use super::api::{self, expected_outputs, read_calls, Call, API_LOG};
 use super::check::{CheckOptions, Checked};
 use super::compile::{CompileRun, PumaSetup, Tree};
 use super::frames::{assertion, own_files};
 use super::graph::{graph_file, ModelGraph, OpKind};
 use super::outcome::{check_outcome, compile_outcome, PumaOutcome};
 use super::reference::NumericRange;
-use super::user_check::{check_graph, data_and_reference};
+use super::user_check::{check_graph, data_and_reference, write_weight_files, ApiStats};
 
 /// The patch that makes the compiler dump its model; a tree without it cannot be used.
 pub const GRAPH_PATCH: &str = "0002-model-graph.patch";
@@ -57,6 +58,9 @@ pub struct UserOptions {
     pub timeout: Duration,
     pub max_rss_bytes: u64,
     pub check: CheckOptions,
+    /// Write the weights checked with into the run's directory, as `generateData` would have
+    /// (for `--out`; the machine takes them from memory).
+    pub write_weights: bool,
 }
 
 /// Why a model cannot be checked at all: bad input (exit 2), naming the file or flag.
@@ -132,6 +136,9 @@ pub struct ModelReport {
     pub outcome: Option<PumaOutcome>,
     /// Why elements are unknown or why there is no verdict.
     pub notes: Vec<String>,
+    /// What the check against the API calls' meaning came to (`docs/puma.md`): compared and
+    /// unknown elements, or why it was not made.
+    pub api: Result<ApiStats, String>,
 }
 
 /// Everything `pimdiff puma` did.
@@ -204,8 +211,9 @@ pub fn check_model_cpp(opts: &UserOptions) -> Result<UserReport, UserError> {
                 .into(),
         });
     }
+    let calls = read_calls(run.path());
     for path in graphs {
-        let m = check_one(run.path(), &path, opts);
+        let m = check_one(run.path(), &path, &calls, opts);
         report.verdict = report.verdict.and(m.verdict);
         report.models.push(m);
     }
@@ -481,8 +489,13 @@ fn graph_files(dir: &Path) -> Vec<PathBuf> {
     files
 }
 
-/// The check of one dumped model.
-fn check_one(dir: &Path, path: &Path, opts: &UserOptions) -> ModelReport {
+/// The check of one dumped model; `calls` are the program's API calls (all models').
+fn check_one(
+    dir: &Path,
+    path: &Path,
+    calls: &Result<Option<Vec<Call>>, String>,
+    opts: &UserOptions,
+) -> ModelReport {
     let model = path
         .file_name()
         .and_then(|n| n.to_str())
@@ -502,6 +515,7 @@ fn check_one(dir: &Path, path: &Path, opts: &UserOptions) -> ModelReport {
         detail: String::new(),
         outcome: None,
         notes: Vec::new(),
+        api: Err("not made: the model was not checked".into()),
     };
     let graph = match ModelGraph::read(path) {
         Ok(g) if graph_file(&g.model) == graph_file(&model) => g,
@@ -523,8 +537,45 @@ fn check_one(dir: &Path, path: &Path, opts: &UserOptions) -> ModelReport {
         }
     };
     report.notes = eval.notes.clone();
-    let checked = check_graph(dir, &graph, &data, &eval, opts.check);
+    let api = match calls {
+        Ok(Some(calls)) => api::describe(calls, &graph)
+            .and_then(|d| expected_outputs(&d, &graph, &data))
+            .map_err(|e| format!("not made: {e}")),
+        Ok(None) => Err(format!("not made: the program wrote no {API_LOG}")),
+        Err(e) => Err(format!("not made: {e}")),
+    };
+    let (checked, stats) = check_graph(
+        dir,
+        &graph,
+        &data,
+        &eval,
+        api.as_ref().ok().map(Vec::as_slice),
+        opts.check,
+    );
+    report.api = match (api, stats) {
+        (Err(e), _) => Err(e),
+        (Ok(_), Some(stats)) => Ok(stats),
+        (Ok(_), None) => Err("not made: the programs do not compute their own graph".into()),
+    };
     judge(&mut report, checked);
+    if report.api.is_ok()
+        && report
+            .outcome
+            .as_ref()
+            .is_some_and(|o| o.kind == Kind::Mismatch)
+    {
+        report.detail = format!(
+            "{} (against what the API calls ask; the programs compute the compiler's own graph)",
+            report.detail
+        );
+    }
+    if opts.write_weights {
+        if let Err(e) = write_weight_files(dir, &graph, &data) {
+            report
+                .notes
+                .push(format!("the weight files were not written: {e}"));
+        }
+    }
     report
 }
 
