@@ -30,7 +30,7 @@ use pimdiff_engine::process::{Environment, Invocation, Limits, Pinning, ProcessE
 use serde::Serialize;
 
 use super::api::{self, expected_outputs, read_calls, Call, API_LOG};
-use super::check::{CheckOptions, Checked};
+use super::check::{CheckOptions, Checked, Verdict};
 use super::compile::{CompileRun, PumaSetup, Tree};
 use super::frames::{assertion, own_files};
 use super::graph::{graph_file, ModelGraph, OpKind};
@@ -555,7 +555,10 @@ fn check_one(
     report.api = match (api, stats) {
         (Err(e), _) => Err(e),
         (Ok(_), Some(stats)) => Ok(stats),
-        (Ok(_), None) => Err("not made: the programs do not compute their own graph".into()),
+        (Ok(_), None) => Err(match checked.verdict {
+            Verdict::AllUnknown { .. } => "not made: no output element to compare".into(),
+            _ => "not made: the programs do not compute their own graph".into(),
+        }),
     };
     judge(&mut report, checked);
     if report.api.is_ok()
