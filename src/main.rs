@@ -44,6 +44,8 @@ enum Command {
     FromFuzz(cli::from_fuzz::Args),
     /// Check a PIMCOMP-NN program and its side table bit for bit against a wrap-8 reference.
     Pimcomp(cli::pimcomp::Args),
+    /// Compile a network written against the PUMA compiler's puma.h and check it exactly.
+    Puma(cli::puma::Args),
     /// Write the shell completion script (bash, zsh, fish, elvish, powershell) to stdout.
     Completions(cli::completions::Args),
     /// Write the manual page (pimdiff.1) to stdout, or every page into a directory.
@@ -84,6 +86,7 @@ fn main() -> ExitCode {
         Command::Hunt(a) => cli::hunt::main(*a, &given_flags(&matches, "hunt")),
         Command::FromFuzz(a) => cli::from_fuzz::main(a),
         Command::Pimcomp(a) => cli::pimcomp::main(a),
+        Command::Puma(a) => cli::puma::main(a),
         Command::Completions(a) => cli::completions::main(a, Cli::command()),
         Command::Man(a) => cli::man::main(a, Cli::command()),
         Command::Merge(a) => cli::merge::main(a),

@@ -558,6 +558,54 @@ fn first_rows(f: &Fixture) -> Vec<Row> {
     ];
     rows.extend(pimcomp_rows(f));
     rows.extend(puma_rows(f));
+    rows.extend(puma_model_rows(f));
+    rows
+}
+
+/// `puma MODEL.cpp`: usage errors need no compiler; the verdicts need `PUMA_DIR`, a tree with
+/// the model-graph patch (`tests/fixtures/puma-models/`).
+fn puma_model_rows(f: &Fixture) -> Vec<Row> {
+    let model = |n: &str| format!("tests/fixtures/puma-models/{n}");
+    // A tree with a driver but built before the model-graph patch (its patches.txt lacks it).
+    let old_tree = f.t.join("puma-plain-tree");
+    let old_tree = old_tree.to_str().unwrap().to_string();
+    let mut rows = vec![
+        row_saying(
+            row("puma", "no tree", &[&model("conv.cpp")], 2),
+            "--puma-dir",
+            &["PUMA_DIR"],
+        ),
+        row_saying(
+            row("puma", "missing model", &[&f.p("nope.cpp")], 2),
+            "nope.cpp",
+            &[],
+        ),
+        row_saying(
+            row(
+                "puma",
+                "tree without the graph patch",
+                &[&model("conv.cpp"), "--puma-dir", &old_tree],
+                2,
+            ),
+            "0002-model-graph.patch",
+            &[],
+        ),
+    ];
+    if let Some(dir) = puma_dir() {
+        let run = |situation, name: &str, code| {
+            row("puma", situation, &[&model(name), "--puma-dir", &dir], code)
+        };
+        rows.extend([
+            run("agrees", "conv.cpp", 0),
+            run("compiled programs fault", "overflow.cpp", 1),
+            run("nothing to compare", "no-output.cpp", 4),
+            row_saying(
+                run("does not build", "does-not-build.cpp", 2),
+                "does-not-build.cpp:12",
+                &[],
+            ),
+        ]);
+    }
     rows
 }
 

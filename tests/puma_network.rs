@@ -59,6 +59,7 @@ fn every_op() -> PumaNetwork {
     n.0.options = CompileOptions {
         coalesce: false,
         partition: Partition::ColMajor,
+        debug: false,
     };
     n.0
 }
@@ -249,6 +250,8 @@ fn matrix_and_convolution_rules_have_their_errors() {
             stride,
             out_width,
             out_height,
+            padding_width: None,
+            padding_height: None,
         });
         n.conv(0, x);
         n.0.check()

@@ -27,6 +27,7 @@ pub mod merge;
 pub mod new_case;
 pub mod oracle;
 pub mod pimcomp;
+pub mod puma;
 pub mod replay;
 pub mod repro;
 pub mod run;

@@ -81,6 +81,8 @@ impl Net {
             stride,
             out_width: out(w, kw),
             out_height: out(h, kh),
+            padding_width: None,
+            padding_height: None,
         });
         self.0.matrices.len() - 1
     }

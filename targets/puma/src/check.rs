@@ -304,7 +304,7 @@ fn run_and_compare(
 }
 
 /// `ReadNeverWritten { addr: 3 }` → `ReadNeverWritten`.
-fn variant_name(debug: &str) -> String {
+pub(crate) fn variant_name(debug: &str) -> String {
     debug
         .split(|c: char| !c.is_ascii_alphanumeric() && c != '_')
         .next()
@@ -313,7 +313,7 @@ fn variant_name(debug: &str) -> String {
 }
 
 /// `load(d1=513, ...)` → `load`.
-fn mnemonic(text: &str) -> String {
+pub(crate) fn mnemonic(text: &str) -> String {
     text.split('(').next().unwrap_or(text).trim().to_string()
 }
 
@@ -443,7 +443,7 @@ fn compare(
 }
 
 /// The index of flat element `flat` of a row-major tensor of `shape`.
-fn unflatten(mut flat: usize, shape: &[usize]) -> Vec<usize> {
+pub(crate) fn unflatten(mut flat: usize, shape: &[usize]) -> Vec<usize> {
     let mut index = vec![0; shape.len()];
     for (i, &d) in shape.iter().enumerate().rev() {
         let d = d.max(1);

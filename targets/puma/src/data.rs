@@ -127,41 +127,60 @@ fn zero_weights(net: &PumaNetwork) -> Vec<ArrayD<i64>> {
 /// Weights of `shape` (`[rows, cols]` or `[kh, kw, cout, cin]`) in `[-2, 2]`, each output's
 /// terms thinned until `Σ|w| · operand ≤ target`.
 fn draw_weights(rng: &mut ChaCha8Rng, shape: Vec<usize>, operand: i64, target: i64) -> ArrayD<i64> {
+    let w = draw_weight_cells(rng, &shape, operand, target)
+        .into_iter()
+        .map(i64::from)
+        .collect();
+    ArrayD::from_shape_vec(IxDyn(&shape), w).expect("the weights have their shape")
+}
+
+/// [`draw_weights`]' values, row-major, one byte each: also what `pimdiff puma` draws for a
+/// dumped model's matrices ([`super::user_check`]), whose weights can number in the hundreds
+/// of millions.
+pub(crate) fn draw_weight_cells(
+    rng: &mut ChaCha8Rng,
+    shape: &[usize],
+    operand: i64,
+    target: i64,
+) -> Vec<i8> {
     let n: usize = shape.iter().product();
-    let mut w: Vec<i64> = (0..n)
+    let mut w: Vec<i8> = (0..n)
         .map(|_| match rng.random_range(0..3) {
             0 => 0,
             _ => rng.random_range(-2..=2),
         })
         .collect();
     // The flat indices of each output's terms: a row of a dense matrix, or every
-    // (kh, kw, cin) of one output channel of a conv matrix.
-    let outputs: Vec<Vec<usize>> = if shape.len() == 2 {
+    // (kh, kw, cin) of one output channel of a conv matrix; made one output at a time.
+    let (outputs, terms_of): (usize, Box<dyn Fn(usize) -> Vec<usize>>) = if shape.len() == 2 {
         let cols = shape[1];
-        (0..shape[0])
-            .map(|r| (r * cols..(r + 1) * cols).collect())
-            .collect()
+        (
+            shape[0],
+            Box::new(move |r| (r * cols..(r + 1) * cols).collect()),
+        )
     } else {
         let (taps, cout, cin) = (shape[0] * shape[1], shape[2], shape[3]);
-        (0..cout)
-            .map(|co| {
+        (
+            cout,
+            Box::new(move |co| {
                 (0..taps)
                     .flat_map(|t| (0..cin).map(move |ci| (t * cout + co) * cin + ci))
                     .collect()
-            })
-            .collect()
+            }),
+        )
     };
     let budget = target / operand.max(1);
-    for mut terms in outputs {
-        let mut sum: i64 = terms.iter().map(|&t| w[t].abs()).sum();
+    for o in 0..outputs {
+        let mut terms = terms_of(o);
+        let mut sum: i64 = terms.iter().map(|&t| i64::from(w[t].abs())).sum();
         terms.shuffle(rng);
         for t in terms {
             if sum <= budget {
                 break;
             }
-            sum -= w[t].abs();
+            sum -= i64::from(w[t].abs());
             w[t] = 0;
         }
     }
-    ArrayD::from_shape_vec(IxDyn(&shape), w).expect("the weights have their shape")
+    w
 }

@@ -57,8 +57,10 @@ pub const NETWORK_FILE: &str = "network.txt";
 /// The weights file's name in a case directory.
 pub const WEIGHTS_FILE: &str = "weights.txt";
 
-/// The driver's network file for `net`; with `debug`, the compiler also writes its `.dot`
-/// graphs (which it cannot do for strided input streams: see `docs/puma.md`).
+/// The driver's network file for `net`; with `debug` (or the network's own
+/// [`super::network::CompileOptions::debug`]), the compiler also writes its `.dot` graphs
+/// (which it cannot do for strided input streams: see `docs/puma.md`). A convolution that
+/// declares a padding has it in a comment after its matrix (the API does not take it).
 pub fn network_text(net: &PumaNetwork, debug: bool) -> String {
     let mut t = String::new();
     let on = |b: bool| if b { "on" } else { "off" };
@@ -71,7 +73,7 @@ pub fn network_text(net: &PumaNetwork, debug: bool) -> String {
     let _ = writeln!(t, "model {}", net.model);
     let _ = writeln!(t, "option coalesce {}", on(net.options.coalesce));
     let _ = writeln!(t, "option partition {}", net.options.partition.name());
-    let _ = writeln!(t, "option debug {}", on(debug));
+    let _ = writeln!(t, "option debug {}", on(debug || net.options.debug));
     for input in &net.inputs {
         let _ = match input {
             Input::Vector { name, length } => writeln!(t, "input-vector {name} {length}"),
@@ -103,6 +105,19 @@ pub fn network_text(net: &PumaNetwork, debug: bool) -> String {
         };
         let args: Vec<String> = matrix.create_args().iter().map(u32::to_string).collect();
         let _ = writeln!(t, "{keyword} {} {}", matrix.name(), args.join(" "));
+        if let (
+            Matrix::Conv {
+                padding_width,
+                padding_height,
+                ..
+            },
+            Some((w, h)),
+        ) = (matrix, matrix.padding())
+        {
+            if padding_width.is_some() || padding_height.is_some() {
+                let _ = writeln!(t, "# padding {w} {h} (the output size's; not an argument)");
+            }
+        }
     }
     for (i, op) in net.values.iter().enumerate() {
         let _ = writeln!(t, "let %{i} = {}", operation(net, op));

@@ -13,6 +13,12 @@
 //! square mostly, sometimes even or non-square; strides divide the padded extent exactly, as
 //! the API asks.
 //!
+//! Four reaches were added after the first hunts, each in a share of cases
+//! ([`PumaNetConfig`]): convolutions declaring the output size of another padding than
+//! `⌊k/2⌋`, strided input streams that are also max-pooled or output, and the compiler's debug
+//! printing. They draw from a random stream of their own, so a seed whose network takes none
+//! of them gives the network it gave before they existed.
+//!
 //! # Placement by the partitioner
 //!
 //! The compiler places every operation next to a matrix operation it is connected to (snapshot
@@ -74,6 +80,18 @@ pub struct PumaNetConfig {
     /// Share of networks with an output computed from inputs alone, which the partitioner
     /// cannot place (module docs). Default 0.02.
     pub unplaceable_share: f64,
+    /// Share of convolutions that declare the output size of a padding other than `⌊k/2⌋`
+    /// (`p` from 0 to `k − 1` per side, the same on both axes mostly, as the snapshot's test
+    /// passes one `padding`). Default 0.15.
+    pub free_padding_share: f64,
+    /// Share of strided input streams that are also max-pooled. Default 0.3.
+    pub strided_pool_share: f64,
+    /// Share of strided input streams (or their pooled streams) that are also outputs.
+    /// Default 0.2.
+    pub strided_output_share: f64,
+    /// Share of networks compiled with the compiler's debug printing on
+    /// ([`CompileOptions::debug`]). Default 0.1.
+    pub debug_share: f64,
 }
 
 impl Default for PumaNetConfig {
@@ -91,14 +109,22 @@ impl Default for PumaNetConfig {
             irregular_kernel_share: 0.1,
             strided_stream_share: 0.1,
             unplaceable_share: 0.02,
+            free_padding_share: 0.15,
+            strided_pool_share: 0.3,
+            strided_output_share: 0.2,
+            debug_share: 0.1,
         }
     }
 }
+
+/// Mixed into the case seed for the stream the newer reaches draw from (module docs).
+const REACH_SALT: u64 = 0x5245_4143_4850_554d;
 
 /// The network of one case seed (module docs).
 pub fn network_from_seed(cfg: &PumaNetConfig, seed: u64) -> PumaNetwork {
     let mut b = Builder {
         rng: ChaCha8Rng::seed_from_u64(seed),
+        reach: ChaCha8Rng::seed_from_u64(seed ^ REACH_SALT),
         cfg: cfg.clone(),
         net: PumaNetwork {
             model: "net".to_string(),
@@ -141,6 +167,10 @@ impl Feed {
 
 struct Builder {
     rng: ChaCha8Rng,
+    /// The stream of the reaches added after the first hunts (free padding, strided streams
+    /// pooled and output, debug printing): drawing them from their own stream leaves every
+    /// network in which none applies as it was for the same seed.
+    reach: ChaCha8Rng,
     cfg: PumaNetConfig,
     net: PumaNetwork,
     shapes: Vec<Shape>,
@@ -158,6 +188,7 @@ fn tiles(n: u32) -> u64 {
 impl Builder {
     fn build(&mut self) {
         self.net.options = self.options();
+        self.net.options.debug = self.reach.random_bool(self.cfg.debug_share.clamp(0.0, 1.0));
         let inputs = self.rng.random_range(1..=self.cfg.max_inputs.max(1));
         for _ in 0..inputs {
             self.fed_input();
@@ -185,6 +216,7 @@ impl Builder {
         CompileOptions {
             coalesce: self.rng.random_range(0..4) != 0,
             partition,
+            debug: false,
         }
     }
 
@@ -193,6 +225,7 @@ impl Builder {
     fn fed_input(&mut self) {
         if self.rng.random_bool(0.45) {
             let x = self.input_image();
+            self.strided_uses(x);
             self.conv(x);
         } else {
             let x = self.input_vector();
@@ -273,11 +306,17 @@ impl Builder {
     }
 
     /// A placed value of the wanted kind, the most recent one most of the time. Free values
-    /// only when `any` (they may feed matrix operations only).
+    /// only when `any` (they may feed matrix operations only). Never the pooling of a strided
+    /// stream ([`Builder::strided_uses`]): a convolution of a strided stream takes its stride,
+    /// which only an input's sides are made to suit (see `input_image`).
     fn pick(&mut self, image: bool, any: bool) -> Option<usize> {
         let candidates: Vec<usize> = (0..self.shapes.len())
             .filter(|&v| matches!(self.shapes[v], Shape::Image(_)) == image)
             .filter(|&v| any || self.feed[v] != Feed::Free)
+            .filter(|&v| {
+                let strided = matches!(self.shapes[v], Shape::Image(s) if s.stride > 1);
+                !strided || matches!(self.net.values[v], Op::Input { .. })
+            })
             .collect();
         let last = *candidates.last()?;
         Some(if self.rng.random_bool(0.6) {
@@ -407,6 +446,73 @@ impl Builder {
         self.push(Op::Mvm { matrix, x }, Shape::Vector(height), Feed::Strong)
     }
 
+    /// A strided input stream pooled, output, or both, now and then: the API allows both
+    /// (`maxpool` takes any stream, `include/puma.h:266`; an output compares width, height and
+    /// channels, not the stride, `src/tensors.cpp:307-312`). The compiler indexes a strided
+    /// stream over the whole image in both (`src/operations.cpp:37-39`, `:245-247`), so these
+    /// networks are where that shows. Such values are computed from inputs alone: an output
+    /// of one is also an output the partitioner cannot place (module docs).
+    fn strided_uses(&mut self, x: usize) {
+        if self.image(x).stride < 2 {
+            return;
+        }
+        let output = self.cfg.strided_output_share.clamp(0.0, 1.0);
+        let shown = if self
+            .reach
+            .random_bool(self.cfg.strided_pool_share.clamp(0.0, 1.0))
+        {
+            let s = self.image(x);
+            let hspan = self.reach.random_range(1..=3);
+            let wspan = if self.reach.random_bool(0.7) {
+                hspan
+            } else {
+                self.reach.random_range(1..=3)
+            };
+            let shape = ImageShape {
+                width: s.width.div_ceil(wspan),
+                height: s.height.div_ceil(hspan),
+                ..s
+            };
+            self.push(
+                Op::MaxPool { hspan, wspan, x },
+                Shape::Image(shape),
+                Feed::Free,
+            )
+        } else {
+            x
+        };
+        if self.reach.random_bool(output) {
+            self.output(shown);
+        }
+    }
+
+    /// A padding `(width, height)` other than `⌊k/2⌋` for a convolution of `s` with kernel
+    /// `(kw, kh)`, in a share of convolutions: from 0 to `k − 1` per side, at least enough for
+    /// the kernel to fit the padded image, and (for a strided stream, whose convolution takes
+    /// the stream's stride) one whose span the stride divides. `None`: the compiler's own.
+    fn free_padding(&mut self, s: ImageShape, kw: u32, kh: u32) -> Option<(u32, u32)> {
+        if !self
+            .reach
+            .random_bool(self.cfg.free_padding_share.clamp(0.0, 1.0))
+        {
+            return None;
+        }
+        let fits = |n: u32, k: u32, p: u32| {
+            n + 2 * p >= k && (s.stride == 1 || (n + 2 * p - k).is_multiple_of(s.stride))
+        };
+        let side = |b: &mut Builder, n: u32, k: u32, same: Option<u32>| {
+            let choices: Vec<u32> = (0..k.max(1)).filter(|&p| fits(n, k, p)).collect();
+            match same.filter(|p| choices.contains(p)) {
+                Some(p) if b.reach.random_bool(0.7) => Some(p),
+                _ if choices.is_empty() => None,
+                _ => Some(choices[b.reach.random_range(0..choices.len())]),
+            }
+        };
+        let pw = side(self, s.width, kw, None)?;
+        let ph = side(self, s.height, kh, Some(pw))?;
+        ((pw, ph) != (kw / 2, kh / 2)).then_some((pw, ph))
+    }
+
     /// A kernel `(width, height)`: odd and square mostly.
     fn kernel(&mut self) -> (u32, u32) {
         let max = self.cfg.max_kernel.max(1);
@@ -428,10 +534,11 @@ impl Builder {
     /// partitioner places by its one matrix user).
     ///
     /// A strided stream (only inputs are) gets an odd square kernel and the stream's stride:
-    /// the one use of strided streams the snapshot's test makes (`test/conv-layer.cpp`). Any
-    /// other use makes the compiler index the stream's pixels out of bounds (pooling it,
-    /// outputting it, convolving it with another stride), which crashes or hangs it; see
-    /// `docs/puma.md`.
+    /// the use of strided streams the snapshot's test makes (`test/conv-layer.cpp`). A
+    /// convolution of another stride makes the compiler index the stream's pixels out of
+    /// bounds, as pooling and outputting it do ([`Builder::strided_uses`] makes those); see
+    /// `docs/puma.md`. A share of convolutions declares the output size of another padding
+    /// ([`Builder::free_padding`]).
     fn conv(&mut self, x: usize) -> usize {
         let strided = self.image(x).stride > 1;
         let x = if !strided && self.feed[x] == Feed::Free && self.rng.random_bool(0.15) {
@@ -464,10 +571,13 @@ impl Builder {
         if self.cost + estimate(kw, kh, out_channels) > self.cfg.max_matrix_ops {
             out_channels = 1;
         }
+        let padding = self.free_padding(s, kw, kh);
+        let (pw, ph) = padding.unwrap_or((kw / 2, kh / 2));
+        // Free padding can make a few more output pixels than the estimate, never fewer.
         self.cost += estimate(kw, kh, out_channels);
         // Strides that divide both padded extents exactly (the API's rule); the stream's own
         // stride first, as the snapshot's test uses it.
-        let (sw, sh) = (span(s.width, kw), span(s.height, kh));
+        let (sw, sh) = (s.width + 2 * pw - kw, s.height + 2 * ph - kh);
         let mut strides: Vec<u32> = (1..=self.cfg.max_stride.max(1))
             .filter(|&st| sw % st == 0 && sh % st == 0)
             .collect();
@@ -487,6 +597,8 @@ impl Builder {
             stride,
             out_width,
             out_height,
+            padding_width: padding.map(|p| p.0),
+            padding_height: padding.map(|p| p.1),
         });
         let matrix = self.net.matrices.len() - 1;
         let shape = ImageShape {

@@ -18,6 +18,7 @@
 //! `docs/puma.md` describes the API's semantics, the formats and the numerics;
 //! `docs/puma-findings.md` what hunts found.
 
+pub mod api;
 pub mod case;
 pub mod check;
 pub mod compile;
@@ -26,6 +27,7 @@ pub mod driver_input;
 pub mod files;
 pub mod frames;
 pub mod generate;
+pub mod graph;
 pub mod inject;
 pub mod localize;
 pub mod model_cpp;
@@ -37,6 +39,8 @@ pub mod reductions;
 pub mod reference;
 pub mod repro;
 pub mod tensors;
+pub mod user_check;
+pub mod user_model;
 
 pub use data::network_data;
 pub use generate::{network_from_seed, PumaNetConfig};

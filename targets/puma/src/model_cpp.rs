@@ -46,10 +46,14 @@ pub fn model_cpp(net: &PumaNetwork, data: Option<&NetworkData>) -> String {
     let _ = writeln!(
         t,
         "    CompilerOptions options;\n    options.coalesceMVMOperations_ = {};\n    \
-         options.gp_ = CompilerOptions::{};\n    model.compile(options);",
+         options.gp_ = CompilerOptions::{};",
         net.options.coalesce,
         net.options.partition.cpp_name()
     );
+    if net.options.debug {
+        let _ = writeln!(t, "    options.printDebugInfo_ = true;");
+    }
+    let _ = writeln!(t, "    model.compile(options);");
     if let Some(data) = data {
         let _ = writeln!(
             t,
@@ -109,6 +113,23 @@ fn declarations(t: &mut String, net: &PumaNetwork) {
         };
     }
     for matrix in &net.matrices {
+        if let (
+            Matrix::Conv {
+                padding_width,
+                padding_height,
+                ..
+            },
+            Some((w, h)),
+        ) = (matrix, matrix.padding())
+        {
+            if padding_width.is_some() || padding_height.is_some() {
+                let _ = writeln!(
+                    t,
+                    "    // `{}`: the output size of padding {w} × {h} (width × height)",
+                    matrix.name()
+                );
+            }
+        }
         let class = match matrix {
             Matrix::Dense { .. } => "ConstantMatrix",
             Matrix::Conv { .. } => "ConvolutionalConstantMatrix",

@@ -25,13 +25,16 @@
 //! its `test/` programs and the PUMA paper; each is cited where it is checked. In short:
 //! every size is at least 1; operand kinds match the C++ overloads; element-wise operands have
 //! equal lengths; a matrix's width is its vector's length; a convolution's input channels are
-//! its stream's channels, it pads `⌊k/2⌋` on every side and declares the output size
-//! `(n + 2⌊k/2⌋ − k)/stride + 1`, which must divide exactly; an output has its value's shape;
-//! the model holds at least one matrix. Kernels may be non-square or even, input streams may
-//! be strided, a matrix may be used by several operations and a value by several users: the
-//! API allows all of these, so they stay in (the compiler's handling of them is what a hunt
-//! looks at). Names are identifiers (they become file names and C++ string literals), and a
-//! scale factor is an integer (exact checking, see `docs/puma.md`).
+//! its stream's channels, and it declares the output size `(n + 2p − k)/stride + 1` of a
+//! padding `p` on each side (`⌊k/2⌋` unless the description says otherwise: the snapshot's
+//! test takes the padding as an argument), which must divide exactly; an output has its
+//! value's shape; the model holds at least one matrix. Kernels may be non-square or even, any
+//! padding may be declared, input streams may be strided and a strided stream pooled or
+//! output, a matrix may be used by several operations and a value by several users, the
+//! compiler may print its debug graphs: the API allows all of these, so they stay in (the
+//! compiler's handling of them is what a hunt looks at). Names are identifiers (they become
+//! file names and C++ string literals), and a scale factor is an integer (exact checking, see
+//! `docs/puma.md`).
 //!
 //! Sizes are bounded ([`limits`]) before anything is computed from them, so a hostile
 //! description is an error, not an allocation failure.
@@ -75,6 +78,17 @@ pub struct CompileOptions {
     pub coalesce: bool,
     /// `gp_`: how matrix tiles are laid out on MVMUs, cores and tiles.
     pub partition: Partition,
+    /// `printDebugInfo_`: the compiler also prints its graph as a `.dot` file before the first
+    /// pass and after five of them (snapshot `include/puma.h:21`, `src/model.cpp:216-265`).
+    /// A path of its own through every tensor and operation class (`printNodeAndEdges`), which
+    /// the generator takes in a share of its networks. Absent from the JSON when off, so that
+    /// descriptions written before the option existed read the same.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub debug: bool,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 impl Default for CompileOptions {
@@ -83,6 +97,7 @@ impl Default for CompileOptions {
         CompileOptions {
             coalesce: true,
             partition: Partition::RowMajor,
+            debug: false,
         }
     }
 }
@@ -150,6 +165,12 @@ pub enum Matrix {
     },
     /// A convolution's weights, `[kernel_height][kernel_width][out_channels][in_channels]`
     /// (the order `generateData` reads, snapshot `src/instance.cpp:98`).
+    ///
+    /// `padding_width` and `padding_height` are not arguments of the API: they are the
+    /// `padding` the snapshot's test derives the declared output size from
+    /// (`test/conv-layer.cpp:28`, `:38`, `:48-51`), kept in the description so that the
+    /// reference knows what the size means and a minimizer can re-derive the size after an
+    /// edit. Absent, a side pads `⌊k/2⌋`, the compiler's own centring.
     Conv {
         name: String,
         kernel_width: u32,
@@ -159,6 +180,10 @@ pub enum Matrix {
         stride: u32,
         out_width: u32,
         out_height: u32,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        padding_width: Option<u32>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        padding_height: Option<u32>,
     },
 }
 
@@ -355,6 +380,15 @@ pub enum NetworkError {
         extent: u32,
         kernel: u32,
         stride: u32,
+    },
+    #[error("values[{value}]: matrix `{matrix}`: the {axis} of {extent} pixels padded by {padding} on each side is narrower than the kernel's {kernel}")]
+    ConvPadding {
+        value: usize,
+        matrix: String,
+        axis: &'static str,
+        extent: u32,
+        padding: u32,
+        kernel: u32,
     },
     #[error("values[{value}]: matrix `{matrix}`: stride {stride} does not divide {span} (the padded {axis} less the kernel)")]
     ConvStride {
@@ -589,6 +623,8 @@ impl PumaNetwork {
             stride,
             out_width,
             out_height,
+            padding_width,
+            padding_height,
         }) = self.matrices.get(matrix)
         else {
             return Err(match self.matrices.get(matrix) {
@@ -611,24 +647,24 @@ impl PumaNetwork {
                 found: x.channels,
             });
         }
-        let out_w = conv_extent(
-            i,
-            name,
-            "width",
-            x.width,
-            *kernel_width,
-            *stride,
-            *out_width,
-        )?;
-        let out_h = conv_extent(
-            i,
-            name,
+        let axis = |axis, extent, kernel, padding: &Option<u32>, declared| ConvAxis {
+            axis,
+            extent,
+            kernel,
+            padding: padding.unwrap_or(kernel / 2),
+            stride: *stride,
+            declared,
+        };
+        let out_w =
+            axis("width", x.width, *kernel_width, padding_width, *out_width).extent(i, name)?;
+        let out_h = axis(
             "height",
             x.height,
             *kernel_height,
-            *stride,
+            padding_height,
             *out_height,
-        )?;
+        )
+        .extent(i, name)?;
         let out = ImageShape {
             width: out_w,
             height: out_h,
@@ -703,45 +739,68 @@ impl PumaNetwork {
     }
 }
 
-/// The output extent of a convolution along one axis, checked against the declared one.
-///
-/// The compiler pads `⌊k/2⌋` on each side: it loops over the padded image and centres the
-/// kernel tap `⌊k/2⌋` on the output pixel (snapshot src/operations.cpp:316-319). The size the
-/// API promises is the snapshot's own formula with that padding, `(n − k + 2p)/stride + 1`,
-/// which its test asserts divides exactly (test/conv-layer.cpp:48-51).
-fn conv_extent(
-    value: usize,
-    matrix: &str,
+/// One axis of a convolution: the operand's extent, the kernel's side, the padding on each
+/// side, the stride and the declared output size.
+struct ConvAxis {
     axis: &'static str,
     extent: u32,
     kernel: u32,
+    padding: u32,
     stride: u32,
     declared: u32,
-) -> Result<u32, NetworkError> {
-    let span = extent + 2 * (kernel / 2) - kernel;
-    if !span.is_multiple_of(stride) {
-        return Err(NetworkError::ConvStride {
-            value,
-            matrix: matrix.to_string(),
-            axis,
-            stride,
-            span,
-        });
+}
+
+impl ConvAxis {
+    /// The output extent, checked against the declared one.
+    ///
+    /// The API takes the output size, not a padding (`include/puma.h:163`); the snapshot's
+    /// test computes the size from its `padding` argument as `(n − k + 2·padding)/stride + 1`
+    /// and asserts that the division is exact (`test/conv-layer.cpp:48-51`), and the compiler
+    /// checks nothing of it (`src/tensors.cpp:225-250`, `:335-338`). So any padding is
+    /// allowed, the test's way: the declared size must be what the padding gives, and the
+    /// padded image at least as large as the kernel (else the formula's numerator is
+    /// negative). The compiler itself always pads `⌊k/2⌋` and centres tap `⌊k/2⌋` on the
+    /// output pixel (`src/operations.cpp:316-319`); another padding is what the declared size
+    /// says, and the reference follows the size, not the compiler.
+    fn extent(&self, value: usize, matrix: &str) -> Result<u32, NetworkError> {
+        let padded = u64::from(self.extent) + 2 * u64::from(self.padding);
+        let Some(span) = padded
+            .checked_sub(u64::from(self.kernel))
+            .and_then(|s| u32::try_from(s).ok())
+        else {
+            return Err(NetworkError::ConvPadding {
+                value,
+                matrix: matrix.to_string(),
+                axis: self.axis,
+                extent: self.extent,
+                padding: self.padding,
+                kernel: self.kernel,
+            });
+        };
+        if !span.is_multiple_of(self.stride) {
+            return Err(NetworkError::ConvStride {
+                value,
+                matrix: matrix.to_string(),
+                axis: self.axis,
+                stride: self.stride,
+                span,
+            });
+        }
+        let expected = span / self.stride + 1;
+        if self.declared != expected {
+            return Err(NetworkError::ConvOutputSize {
+                value,
+                matrix: matrix.to_string(),
+                axis: self.axis,
+                declared: self.declared,
+                expected,
+                extent: self.extent,
+                kernel: self.kernel,
+                stride: self.stride,
+            });
+        }
+        Ok(expected)
     }
-    let expected = span / stride + 1;
-    if declared != expected {
-        return Err(NetworkError::ConvOutputSize {
-            value,
-            matrix: matrix.to_string(),
-            axis,
-            declared,
-            expected,
-            extent,
-            kernel,
-            stride,
-        });
-    }
-    Ok(expected)
 }
 
 fn check_input(input: &Input) -> Result<(), NetworkError> {
@@ -793,16 +852,29 @@ fn check_matrix(matrix: &Matrix) -> Result<(), NetworkError> {
             stride,
             out_width,
             out_height,
+            padding_width,
+            padding_height,
             ..
-        } => vec![
-            ("kernel_width", *kernel_width),
-            ("kernel_height", *kernel_height),
-            ("in_channels", *in_channels),
-            ("out_channels", *out_channels),
-            ("stride", *stride),
-            ("out_width", *out_width),
-            ("out_height", *out_height),
-        ],
+        } => {
+            // A padding may be 0; it is bounded like any size.
+            for (field, p) in [
+                ("padding_width", padding_width),
+                ("padding_height", padding_height),
+            ] {
+                if let Some(p) = p {
+                    dim(name, field, *p)?;
+                }
+            }
+            vec![
+                ("kernel_width", *kernel_width),
+                ("kernel_height", *kernel_height),
+                ("in_channels", *in_channels),
+                ("out_channels", *out_channels),
+                ("stride", *stride),
+                ("out_width", *out_width),
+                ("out_height", *out_height),
+            ]
+        }
     };
     for (field, v) in fields {
         nonzero(name, field, v)?;
@@ -971,6 +1043,24 @@ impl Matrix {
                 out_channels as usize,
                 in_channels as usize,
             ],
+        }
+    }
+
+    /// A conv matrix's padding on each side, `(width, height)`: as described, else `⌊k/2⌋`
+    /// (the compiler's own centring); `None` for a dense matrix.
+    pub fn padding(&self) -> Option<(u32, u32)> {
+        match *self {
+            Matrix::Dense { .. } => None,
+            Matrix::Conv {
+                kernel_width,
+                kernel_height,
+                padding_width,
+                padding_height,
+                ..
+            } => Some((
+                padding_width.unwrap_or(kernel_width / 2),
+                padding_height.unwrap_or(kernel_height / 2),
+            )),
         }
     }
 

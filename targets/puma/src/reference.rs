@@ -12,7 +12,8 @@
 //! with a known zero. A check compares known elements exactly and unknown ones not at all.
 //!
 //! Images are kept at the image's size, `[height, width, channels]`, whatever their stream's
-//! stride. Convolutions pad `⌊k/2⌋` zeros on every side; max pooling takes non-overlapping
+//! stride. Convolutions pad zeros on each side, `⌊k/2⌋` unless the description declares
+//! another padding (see [`super::network::Matrix::Conv`]); max pooling takes non-overlapping
 //! windows, the last cut at the image's edge; a dense matrix computes `y[r] = Σ_c M[r][c]·x[c]`.
 //!
 //! # Range
@@ -366,8 +367,10 @@ fn mvm(weights: &ArrayD<i64>, x: &Tensor) -> (Tensor, i64) {
     (tensor(&[rows], value, known, magnitude), peak)
 }
 
-/// The convolution of an `[h, w, cin]` image with `[kh, kw, cout, cin]` weights, `⌊k/2⌋` zero
-/// padding on every side, the matrix's stride.
+/// The convolution of an `[h, w, cin]` image with `[kh, kw, cout, cin]` weights, the matrix's
+/// zero padding on each side (`⌊k/2⌋` unless it declares another) and stride: output pixel
+/// `o` sums the taps `k` of input pixel `o·stride − padding + k`, the `(n − k + 2p)/stride + 1`
+/// outputs of the snapshot's test formula (`test/conv-layer.cpp:48`).
 fn conv(matrix: &Matrix, weights: &ArrayD<i64>, x: &Tensor, s: ImageShape) -> (Tensor, i64) {
     let Matrix::Conv {
         kernel_width,
@@ -390,7 +393,10 @@ fn conv(matrix: &Matrix, weights: &ArrayD<i64>, x: &Tensor, s: ImageShape) -> (T
     );
     let (w, h, st) = (s.width as usize, s.height as usize, stride as usize);
     let (ow, oh) = (out_width as usize, out_height as usize);
-    let (pad_h, pad_w) = (kh / 2, kw / 2);
+    let (pad_w, pad_h) = matrix
+        .padding()
+        .map(|(w, h)| (w as usize, h as usize))
+        .expect("a conv matrix has a padding");
     let wt = weights.as_slice().expect("weights are row-major");
     let (xv, xk, xm) = parts(x);
     let n = oh * ow * cout;
