@@ -298,13 +298,15 @@ pub struct Frame {
     pub own: bool,
 }
 
-/// The shim's `PIMDIFF-FRAME <object> +0x<offset>` lines, symbolized with `addr2line`
-/// (frames of the shim itself dropped). Without addr2line, frames keep their offsets.
+/// The shim's `PIMDIFF-FRAME <object> +0x<offset>[ exact]` lines, symbolized with
+/// `addr2line` (frames of the shim itself dropped). Every offset is symbolized as printed: the
+/// shim takes the interrupted instruction's address from the signal's context (`exact`) and
+/// has already moved return addresses back into their call, so nothing is subtracted here.
+/// Without addr2line, frames keep their offsets.
 pub fn frames(setup: &CompilerSetup, stderr: &str) -> Vec<Frame> {
     let raw: Vec<(String, String)> = stderr
         .lines()
-        .filter_map(|l| l.strip_prefix("PIMDIFF-FRAME "))
-        .filter_map(|l| l.rsplit_once(" +"))
+        .filter_map(shim_frame)
         .map(|(obj, off)| (obj.to_string(), off.to_string()))
         .filter(|(obj, _)| !obj.ends_with(SHIM_NAME))
         .collect();
@@ -339,6 +341,14 @@ pub fn frames(setup: &CompilerSetup, stderr: &str) -> Vec<Frame> {
             }
         })
         .collect()
+}
+
+/// The object and offset of one `PIMDIFF-FRAME <object> +0x<offset>[ exact]` line (lines of
+/// an older shim, without the mark, read the same).
+fn shim_frame(line: &str) -> Option<(&str, &str)> {
+    let (object, rest) = line.strip_prefix("PIMDIFF-FRAME ")?.rsplit_once(" +")?;
+    let offset = rest.split_whitespace().next().filter(|o| o.starts_with("0x"))?;
+    Some((object, offset))
 }
 
 fn same_file(a: &str, b: &str) -> bool {
