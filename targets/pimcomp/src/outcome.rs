@@ -25,6 +25,7 @@ use super::compile::{frames, CompileRun, CompilerSetup, Exit, Frame, Pipeline, R
 use super::cores::{self, CoreCensus};
 use crate::check::{self as pimcomp, Checked, Control, PimcompError, Status};
 use pimdiff_engine::finding::{abstract_message, Kind, Signature};
+use pimdiff_engine::process::Clock;
 
 /// What one compile and check came to.
 #[derive(Clone, Debug, Serialize)]
@@ -192,12 +193,22 @@ pub fn compile_outcome(
             );
             make(kind, Some(Signature::new(kind, sig)), detail, frames)
         }
-        Exit::Timeout { seconds } => make(
-            Kind::Hang,
-            Some(Signature::new(Kind::Hang, format!("{p}/timeout"))),
-            format!("no exit within {seconds:.0} s"),
-            Vec::new(),
-        ),
+        Exit::Timeout { seconds, overrun } => {
+            let limit = std::time::Duration::from_secs_f64(*seconds);
+            // A compile that blocked (the wall-clock backstop) is another bug than one that
+            // computed past its CPU time.
+            let (what, detail) = match overrun {
+                Some(o) if o.clock == Clock::Wall => ("blocked", o.describe(limit)),
+                Some(o) => ("timeout", o.describe(limit)),
+                None => ("timeout", format!("no exit within {seconds:.0} s")),
+            };
+            make(
+                Kind::Hang,
+                Some(Signature::new(Kind::Hang, format!("{p}/{what}"))),
+                detail,
+                Vec::new(),
+            )
+        }
         Exit::Memory { mib } => make(
             Kind::Hang,
             Some(Signature::new(Kind::Hang, format!("{p}/memory"))),

@@ -5,7 +5,7 @@
 //! |---|---|---|
 //! | `crash` | a signal other than SIGABRT, or a sanitizer's report | `SIGSEGV/f<g<h`, `asan heap-use-after-free/f<g`, `ubsan <error>/f` |
 //! | `abort` | SIGABRT: a failed assertion (or an uncaught exception) | `file.cpp Class::function: condition` |
-//! | `hang` | killed at the deadline or the memory limit | `timeout`, `memory` |
+//! | `hang` | killed at its CPU-time limit, the wall-clock backstop or the memory limit | `timeout`, `blocked`, `memory` |
 //! | `rejected` | an exit status other than 0 and 2 (the library has no refusal path: a finding) | `exit N: message` |
 //! | `compile-error` | exit 0, but programs, weights or placement cannot be loaded or read | `what: message` |
 //! | `mismatch` | a known output element differs from the reference | `op/all\|some` of the first wrong value |
@@ -33,7 +33,7 @@ use super::frames::{
     assertion, own_files, sanitizer_report, shim_frames, top_own_functions, Frame,
 };
 use pimdiff_engine::finding::{abstract_message, Kind, Signature};
-use pimdiff_engine::process::{signal_name, Status};
+use pimdiff_engine::process::{signal_name, Clock, Status};
 
 /// One compile's (and check's) outcome.
 #[derive(Clone, Debug, Serialize)]
@@ -154,7 +154,10 @@ pub fn compile_outcome(setup: &PumaSetup, run: &CompileRun) -> Option<PumaOutcom
     let tree_dir = setup.tree(run.tree).unwrap_or(&setup.plain);
     let tree = run.tree;
     if tree == Tree::Sanitize
-        && !matches!(run.status, Status::TimedOut | Status::MemoryLimit { .. })
+        && !matches!(
+            run.status,
+            Status::TimedOut { .. } | Status::MemoryLimit { .. }
+        )
     {
         if let Some(report) = sanitizer_report(&run.stderr, &own_files(tree_dir)) {
             let top = frames_detail(&top_own_functions(&report.frames, 3));
@@ -174,12 +177,24 @@ pub fn compile_outcome(setup: &PumaSetup, run: &CompileRun) -> Option<PumaOutcom
     }
     match &run.status {
         Status::Signaled { signal, name } => Some(signaled(tree, tree_dir, run, *signal, name)),
-        Status::TimedOut => Some(PumaOutcome::new(
-            tree,
-            Kind::Hang,
-            Some(Signature::new(Kind::Hang, "timeout")),
-            format!("no exit within {:.0} s", setup.timeout.as_secs_f64()),
-        )),
+        Status::TimedOut { .. } => {
+            // A compile that blocked (the wall-clock backstop) is another bug than one that
+            // computed past its CPU time: `blocked`, not `timeout`.
+            let overrun = run.status.overrun();
+            let what = match overrun {
+                Some(o) if o.clock == Clock::Wall => "blocked",
+                _ => "timeout",
+            };
+            Some(PumaOutcome::new(
+                tree,
+                Kind::Hang,
+                Some(Signature::new(Kind::Hang, what)),
+                overrun.map_or_else(
+                    || format!("no exit within {:.0} s", setup.timeout.as_secs_f64()),
+                    |o| o.describe(setup.timeout),
+                ),
+            ))
+        }
         Status::MemoryLimit { rss_bytes, .. } => Some(PumaOutcome::new(
             tree,
             Kind::Hang,
