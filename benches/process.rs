@@ -13,9 +13,12 @@
 //!   harness's resident memory, the reason `process` has no hook;
 //!
 //! each with `/bin/true` and with a tiny shell script that writes a line to standard output and
-//! one to standard error. Then `deadline`: a compiler that ignores SIGTERM and leaves a
-//! grandchild that ignores it too, run under a short timeout through each path; the figure is
-//! the time from the deadline until no process of it is left running (read from `/proc`).
+//! one to standard error. Then `deadline`: a compiler that ignores SIGTERM, spins (so that the
+//! CPU-time limit of `external` and `pimcomp` ends it, as the wall clock ends `process`) and
+//! leaves a grandchild that ignores SIGTERM too, run under a short limit through each path; the
+//! figure is the time from the deadline until no process of it is left running (read from
+//! `/proc`). On a loaded machine the spinning compiler reaches its CPU limit later than the
+//! wall clock says, which the first two rows then include.
 //!
 //! `cargo bench --bench process` (`--runs N`, default 400; `--hangs N`, default 10;
 //! `--ballast MIB`, default 0: memory the bench holds resident while it runs).
@@ -118,7 +121,7 @@ fn main() {
     write_script(
         &hang,
         &format!(
-            "date +%s%N > {}\ntrap '' TERM\nsleep {marker} &\nsleep {marker}\n",
+            "date +%s%N > {}\ntrap '' TERM\nsleep {marker} &\nwhile :; do :; done\n",
             stamp.display()
         ),
     );
@@ -137,7 +140,7 @@ fn main() {
             .limits(Limits::new(limit))
             .run()
             .expect("run");
-        assert_eq!(run.status, Status::TimedOut);
+        assert!(matches!(run.status, Status::TimedOut { .. }));
     });
     std::hint::black_box(ballast);
 }

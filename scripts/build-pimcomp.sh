@@ -6,6 +6,9 @@
 #
 #   scripts/build-pimcomp.sh            # prints the binary's path on the last line of stdout
 #   scripts/build-pimcomp.sh --with-fixes   # plus every candidate fix in scripts/pimcomp-fixes/
+#   scripts/build-pimcomp.sh --fix 0004     # plus one candidate fix (its number or file name),
+#   scripts/build-pimcomp.sh --fix 0004,0005  # or a comma list; a fix whose header says
+#                                           # `Needs: N` is refused (exit 2) without fix N
 #   scripts/build-pimcomp.sh --coverage     # instrumented: gcov line/branch counts and per-case edges
 #   PIMDIFF_SHARED=/path/to/shared scripts/build-pimcomp.sh
 #
@@ -14,7 +17,9 @@
 # scripts/pimcomp-patches/*.patch in name order (each starts with a comment saying why);
 # PIMCOMP_EXTRA_PATCHES (space-separated paths) adds candidate fixes outside the default build,
 # with their own cache key; --with-fixes adds all of scripts/pimcomp-fixes/*.patch (each says
-# which finding it fixes and why), after the extra ones. Missing cmake/g++/make: installed with apt-get when run as root,
+# which finding it fixes and why), after the extra ones; --fix NAME[,NAME...] adds only the
+# fixes named, in name order (the builds that prove each fix on its own,
+# scripts/fix-table.sh). Missing cmake/g++/make: installed with apt-get when run as root,
 # otherwise the exact command is printed and the script exits 2.
 #
 # --coverage builds a separate tree (its own cache key) with gcov (`--coverage`) and GCC's
@@ -31,13 +36,26 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 with_fixes=0
 coverage=0
-for arg in "$@"; do
-    case "$arg" in
+fix_names=""
+while [ "$#" -gt 0 ]; do
+    case "$1" in
         --with-fixes) with_fixes=1 ;;
         --coverage) coverage=1 ;;
-        *) echo "build-pimcomp: unknown argument: $arg (known: --with-fixes, --coverage)" >&2; exit 2 ;;
+        --fix)
+            fix_names="${2:-}"
+            shift
+            if [ -z "$fix_names" ]; then
+                echo "build-pimcomp: --fix needs a fix's number or file name (scripts/pimcomp-fixes/), or a comma list" >&2
+                exit 2
+            fi ;;
+        *) echo "build-pimcomp: unknown argument: $1 (known: --with-fixes, --fix NAME[,NAME...], --coverage)" >&2; exit 2 ;;
     esac
+    shift
 done
+if [ "$with_fixes" = 1 ] && [ -n "$fix_names" ]; then
+    echo "build-pimcomp: --with-fixes and --fix exclude each other" >&2
+    exit 2
+fi
 shared="${PIMDIFF_SHARED:-$root/../shared}"
 src="${PIMCOMP_NN_SRC:-$shared/external/pimcomp-nn-2ed10c8-src.tar.gz}"
 if [ ! -f "$src" ]; then
@@ -71,6 +89,36 @@ done
 if [ "$with_fixes" = 1 ]; then
     for p in "$root"/scripts/pimcomp-fixes/*.patch; do
         [ -e "$p" ] && patches+=("$p")
+    done
+fi
+# --fix: each name is a fix's number (0004) or file name, matched in scripts/pimcomp-fixes/;
+# applied in name order; every `Needs: N` of a chosen fix must be chosen too.
+if [ -n "$fix_names" ]; then
+    chosen=()
+    IFS=, read -r -a wanted <<< "$fix_names"
+    for w in "${wanted[@]}"; do
+        w="${w%.patch}"
+        found=""
+        for p in "$root"/scripts/pimcomp-fixes/*.patch; do
+            b="$(basename "$p" .patch)"
+            if [ "$b" = "$w" ] || [ "${b%%-*}" = "$w" ]; then found="$p"; fi
+        done
+        if [ -z "$found" ]; then
+            echo "build-pimcomp: --fix $w: no such fix in scripts/pimcomp-fixes/ (known: $(cd "$root/scripts/pimcomp-fixes" && ls *.patch | cut -d- -f1 | tr '\n' ' '))" >&2
+            exit 2
+        fi
+        chosen+=("$found")
+    done
+    mapfile -t chosen < <(printf '%s\n' "${chosen[@]}" | sort -u)
+    for p in "${chosen[@]}"; do
+        for need in $(sed -n 's/^Needs: *//p' "$p"); do
+            if ! printf '%s\n' "${chosen[@]##*/}" | grep -q "^${need%.patch}"; then
+                b="$(basename "$p")"
+                echo "build-pimcomp: fix $b needs fix $need: give --fix ${b%%-*},${need%%-*}" >&2
+                exit 2
+            fi
+        done
+        patches+=("$p")
     done
 fi
 shim="$root/scripts/pimcomp-shim.c"

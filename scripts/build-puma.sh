@@ -9,6 +9,9 @@
 #   scripts/build-puma.sh --sanitize     # prints the sanitizer tree's path instead
 #   scripts/build-puma.sh --coverage     # a coverage tree instead: gcov counts, per-case edges
 #   scripts/build-puma.sh --with-fixes   # plus every candidate fix in scripts/puma-fixes/
+#   scripts/build-puma.sh --fix 0003     # plus one candidate fix (its number or file name), or
+#   scripts/build-puma.sh --fix 0003,0004  # a comma list: a fix whose header says `Needs: N`
+#                                        # is refused (exit 2) without fix N in the list
 #   scripts/build-puma.sh --mutation tests/fixtures/puma-mutants/NAME.patch
 #                                        # a plain tree only, with one source mutation (tests
 #                                        # of the hunt's detection; never a compiler to hunt)
@@ -41,17 +44,28 @@
 # (PIMDIFF_SHARED defaults to ../shared beside the repository). Patches:
 # scripts/puma-patches/*.patch in name order (each starts with a comment saying why; none
 # changes code generation); --with-fixes adds scripts/puma-fixes/*.patch after them, with its
-# own cache key. Missing g++/make/patch: installed with apt-get when run as root, otherwise the
+# own cache key; --fix NAME[,NAME...] adds only the fixes named (a number like 0003 or a file
+# name), in name order, with a key of their own: the trees that prove each fix on its own
+# (`scripts/fix-table.sh`). A fix that names another on a `Needs:` line of its header
+# must be given with it. Missing g++/make/patch: installed with apt-get when run as root, otherwise the
 # exact command is printed and the script exits 2.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 with_fixes=0
+fix_names=""
 flavour=plain
 mutation=""
 while [ "$#" -gt 0 ]; do
     case "$1" in
         --with-fixes) with_fixes=1 ;;
+        --fix)
+            fix_names="${2:-}"
+            shift
+            if [ -z "$fix_names" ]; then
+                echo "build-puma: --fix needs a fix's number or file name (scripts/puma-fixes/), or a comma list" >&2
+                exit 2
+            fi ;;
         --sanitize) flavour=sanitize ;;
         --coverage) flavour=coverage ;;
         --mutation)
@@ -62,7 +76,7 @@ while [ "$#" -gt 0 ]; do
                 exit 2
             fi
             mutation="$(cd "$(dirname "$mutation")" && pwd)/$(basename "$mutation")" ;;
-        *) echo "build-puma: unknown argument: $1 (known: --sanitize, --coverage, --with-fixes, --mutation PATCH)" >&2; exit 2 ;;
+        *) echo "build-puma: unknown argument: $1 (known: --sanitize, --coverage, --with-fixes, --fix NAME[,NAME...], --mutation PATCH)" >&2; exit 2 ;;
     esac
     shift
 done
@@ -96,9 +110,43 @@ patches=()
 for p in "$root"/scripts/puma-patches/*.patch; do
     [ -e "$p" ] && patches+=("$p")
 done
+if [ "$with_fixes" = 1 ] && [ -n "$fix_names" ]; then
+    echo "build-puma: --with-fixes and --fix exclude each other" >&2
+    exit 2
+fi
 if [ "$with_fixes" = 1 ]; then
     for p in "$root"/scripts/puma-fixes/*.patch; do
         [ -e "$p" ] && patches+=("$p")
+    done
+fi
+# --fix: each name is a fix's number (0003) or file name, matched in scripts/puma-fixes/; the
+# chosen ones are applied in name order; every `Needs: N` of a chosen fix must be chosen too.
+if [ -n "$fix_names" ]; then
+    chosen=()
+    IFS=, read -r -a wanted <<< "$fix_names"
+    for w in "${wanted[@]}"; do
+        w="${w%.patch}"
+        found=""
+        for p in "$root"/scripts/puma-fixes/*.patch; do
+            b="$(basename "$p" .patch)"
+            if [ "$b" = "$w" ] || [ "${b%%-*}" = "$w" ]; then found="$p"; fi
+        done
+        if [ -z "$found" ]; then
+            echo "build-puma: --fix $w: no such fix in scripts/puma-fixes/ (known: $(cd "$root/scripts/puma-fixes" && ls *.patch | cut -d- -f1 | tr '\n' ' '))" >&2
+            exit 2
+        fi
+        chosen+=("$found")
+    done
+    mapfile -t chosen < <(printf '%s\n' "${chosen[@]}" | sort -u)
+    for p in "${chosen[@]}"; do
+        for need in $(sed -n 's/^Needs: *//p' "$p"); do
+            if ! printf '%s\n' "${chosen[@]##*/}" | grep -q "^${need%.patch}"; then
+                b="$(basename "$p")"
+                echo "build-puma: fix $b needs fix $need: give --fix ${b%%-*},${need%%-*}" >&2
+                exit 2
+            fi
+        done
+        patches+=("$p")
     done
 fi
 if [ -n "$mutation" ]; then
@@ -108,7 +156,7 @@ driver="$root/scripts/puma-driver/puma-driver.cpp"
 shim="$root/scripts/pimcomp-shim.c"
 
 key="$( { sha256sum "$src" | cut -d' ' -f1
-          echo "fixes=$with_fixes mutation=${mutation:+1}"
+          echo "fixes=$with_fixes fix=${fix_names:+1} mutation=${mutation:+1}"
           for p in "${patches[@]}"; do basename "$p"; sha256sum < "$p"; done
           sha256sum < "$driver"; sha256sum < "$shim"; sha256sum < "${BASH_SOURCE[0]}"; } | sha256sum | cut -c1-16)"
 dest="${CARGO_TARGET_DIR:-$root/target}/puma/$key"

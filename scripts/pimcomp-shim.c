@@ -8,9 +8,12 @@
  *    second to the next. The hunt derives the value from the case seed and records it in each
  *    finding, so every finding reproduces exactly. Unset: the real clock.
  * 2. On SIGSEGV, SIGABRT, SIGBUS, SIGFPE, SIGILL: writes the backtrace to stderr as lines
- *    `PIMDIFF-FRAME <object> +0x<offset>` (offsets relative to the object's load address, for
- *    addr2line), then dies of the same signal. Why: crashes are deduplicated by their top frames
- *    inside PIMCOMP-NN, and running every crash again under gdb would cost seconds each.
+ *    `PIMDIFF-FRAME <object> +0x<offset>[ exact]` (offsets relative to the object's load
+ *    address, for addr2line), then dies of the same signal. The first line is the interrupted
+ *    instruction, taken from the signal's context and marked `exact`; the others are return
+ *    addresses already moved back by one byte into their call, so a reader symbolizes every
+ *    offset as printed. Why: crashes are deduplicated by their top frames inside the
+ *    compiler, and running every crash again under gdb would cost seconds each.
  *
  * 3. Edge coverage, for a binary built with -fsanitize-coverage=trace-pc
  *    (scripts/build-pimcomp.sh --coverage links it against this library, which defines the
@@ -54,6 +57,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 time_t time(time_t *out)
@@ -266,23 +270,71 @@ void *__memset_chk(void *p, int c, size_t n, size_t room)
     return memset(p, c, n);
 }
 
-static void on_fatal(int sig)
+/* The program counter of the interrupted instruction, from the signal's context: the faulting
+ * instruction itself for a fault (SIGSEGV, SIGBUS, SIGFPE, SIGILL), the instruction after the
+ * system call for a signal sent by a call (abort's SIGABRT). 0 where the architecture is not
+ * known here. */
+static uintptr_t interrupted_pc(const void *context)
 {
-    void *frames[64];
+    const ucontext_t *uc = context;
+    if (uc == NULL)
+        return 0;
+#if defined(__x86_64__)
+    return (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
+#elif defined(__i386__)
+    return (uintptr_t)uc->uc_mcontext.gregs[REG_EIP];
+#elif defined(__aarch64__)
+    return (uintptr_t)uc->uc_mcontext.pc;
+#else
+    return 0;
+#endif
+}
+
+/* One `PIMDIFF-FRAME <object> +0x<offset>[ exact]` line: `exact` marks the interrupted
+ * instruction's own address; the others are return addresses moved back by one byte, into the
+ * call instruction (a return address is the instruction after the call, which may be the next
+ * line or, after a call that does not return, the next function). A reader that does not know
+ * the mark sees the offset as the first word after `+`. */
+static void write_frame(uintptr_t address, int exact)
+{
+    Dl_info info;
     char line[4200];
+    if (!dladdr((void *)address, &info) || info.dli_fname == NULL)
+        return;
+    unsigned long off = (unsigned long)(address - (uintptr_t)info.dli_fbase);
+    if (!exact && off > 0)
+        off -= 1;
+    int len = snprintf(line, sizeof line, "PIMDIFF-FRAME %s +0x%lx%s\n", info.dli_fname, off,
+                       exact ? " exact" : "");
+    if (len > 0)
+        (void)!write(2, line, (size_t)len < sizeof line ? (size_t)len : sizeof line - 1);
+}
+
+/* Writes the crash's frames to stderr: the interrupted instruction from the signal's context
+ * (marked exact), then the return addresses of its callers. Why not backtrace()'s frames
+ * alone: the unwinder reports the interrupted frame at its exact address, among return
+ * addresses that need moving back by one, and which of its frames that is cannot be told from
+ * the list; moving it back too put a fault on a function's first instruction into the function
+ * before it. The unwinder's walk is still needed for the callers; the interrupted frame is
+ * found in it by its address, and only the frames after it are printed. */
+static void on_fatal(int sig, siginfo_t *si, void *context)
+{
+    (void)si;
+    void *frames[64];
     int n = backtrace(frames, 64);
-    for (int i = 0; i < n; i++) {
-        Dl_info info;
-        if (dladdr(frames[i], &info) && info.dli_fname != NULL) {
-            /* Return addresses point after the call: -1 lands inside the calling line. */
-            unsigned long off = (unsigned long)((char *)frames[i] - (char *)info.dli_fbase);
-            if (i > 0 && off > 0)
-                off -= 1;
-            int len = snprintf(line, sizeof line, "PIMDIFF-FRAME %s +0x%lx\n", info.dli_fname, off);
-            if (len > 0)
-                (void)!write(2, line, (size_t)len < sizeof line ? (size_t)len : sizeof line - 1);
+    uintptr_t pc = interrupted_pc(context);
+    int from = 1; /* frame 0 is this handler */
+    if (pc != 0) {
+        write_frame(pc, 1);
+        for (int i = 0; i < n; i++) {
+            if ((uintptr_t)frames[i] == pc) {
+                from = i + 1;
+                break;
+            }
         }
     }
+    for (int i = from; i < n; i++)
+        write_frame((uintptr_t)frames[i], 0);
     void (*gcov_dump)(void) = (void (*)(void))dlsym(RTLD_DEFAULT, "__gcov_dump");
     if (gcov_dump == NULL) /* hidden by libgcov; a PUMA coverage driver exports it so */
         gcov_dump = (void (*)(void))dlsym(RTLD_DEFAULT, "pimdiff_gcov_dump");
@@ -300,8 +352,8 @@ __attribute__((constructor)) static void install(void)
     for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++) {
         struct sigaction sa;
         memset(&sa, 0, sizeof sa);
-        sa.sa_handler = on_fatal;
-        sa.sa_flags = SA_RESETHAND | SA_ONSTACK;
+        sa.sa_sigaction = on_fatal;
+        sa.sa_flags = SA_SIGINFO | SA_RESETHAND | SA_ONSTACK;
         sigaction(sigs[i], &sa, NULL);
     }
     static char altstack[65536];

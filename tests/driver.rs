@@ -8,6 +8,7 @@ use pimdiff::check::outcome::{Outcome, Signature};
 use pimdiff::check::{check_case, RunConfig};
 use pimdiff::compilers::CompilerUnderTest;
 use pimdiff::finding::Kind;
+use pimdiff::process::{Clock, Overrun};
 use pimdiff::report::render_report;
 use pimdiff::targets::tensor::generate::{case_from_seed, GenConfig};
 use pimdiff_compiler::{compile, CompileOptions};
@@ -157,8 +158,23 @@ fn external_compiler_contract() {
     );
 }
 
+/// The overrun of a compile-stage timeout (the external compiler's CPU and wall time).
+fn overrun(outcome: &Outcome) -> Overrun {
+    match outcome {
+        Outcome::Timeout {
+            stage,
+            limit: _,
+            overrun: Some(o),
+        } if stage == "compile" => *o,
+        other => panic!("not a compile timeout with its times: {other:?}"),
+    }
+}
+
+/// The limit is CPU time of the compiler's process group: a compiler that blocks (here it
+/// sleeps) uses none, and is ended by the wall-clock backstop, ten times the limit, as a
+/// `timeout` finding that says so.
 #[test]
-fn an_external_compiler_past_its_timeout_is_killed_and_is_a_timeout_finding() {
+fn a_blocked_external_compiler_is_killed_at_the_backstop_and_is_a_timeout_finding() {
     let dir = tempfile::tempdir().unwrap();
     let template = dir.path().join("template");
     let case = compiling_case(&template);
@@ -172,16 +188,39 @@ fn an_external_compiler_past_its_timeout_is_killed_and_is_a_timeout_finding() {
         start.elapsed() < Duration::from_secs(10),
         "the sleeping compiler was not killed"
     );
-    assert_eq!(
-        outcome,
-        Outcome::Timeout {
-            stage: "compile".into(),
-            limit: Duration::from_millis(300)
-        }
-    );
+    let o = overrun(&outcome);
+    assert_eq!(o.clock, Clock::Wall);
+    assert!(o.wall >= Duration::from_secs(3), "{o:?}");
+    assert!(o.cpu < Duration::from_millis(300), "{o:?}");
     assert!(outcome.is_finding());
     assert_eq!(
         outcome.signature().map(|s| s.to_string()).as_deref(),
+        Some("timeout: compile")
+    );
+}
+
+/// The acceptance of CPU-time limits: with a limit of one second, a compiler that sleeps
+/// three seconds and then compiles passes (a slow wall clock is a loaded machine, not a hang),
+/// and one that spins is a `timeout` by its CPU time, long before the ten-second backstop.
+#[test]
+fn a_compiler_that_sleeps_then_compiles_is_not_a_hang_and_one_that_spins_is() {
+    let dir = tempfile::tempdir().unwrap();
+    let template = dir.path().join("template");
+    let case = compiling_case(&template);
+    let second = Duration::from_secs(1);
+    let start = std::time::Instant::now();
+    let slow = check_case(&case, &external("sleep-copy", &template, second)).outcome;
+    assert_eq!(slow, Outcome::Pass);
+    assert!(start.elapsed() >= Duration::from_secs(3));
+    let start = std::time::Instant::now();
+    let spinning = check_case(&case, &external("spin", &template, second)).outcome;
+    let spent = start.elapsed();
+    let o = overrun(&spinning);
+    assert_eq!(o.clock, Clock::Cpu, "{o:?}");
+    assert!(o.cpu >= second, "{o:?}");
+    assert!(spent < Duration::from_secs(10), "{spent:?}");
+    assert_eq!(
+        spinning.signature().map(|s| s.to_string()).as_deref(),
         Some("timeout: compile")
     );
 }

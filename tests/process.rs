@@ -9,7 +9,7 @@ use std::sync::RwLock;
 use std::time::Duration;
 
 use pimdiff::process::{
-    kill_all, Environment, Invocation, Limits, Pinning, ProcessError, Run, Status,
+    kill_all, Clock, Environment, Invocation, Limits, Pinning, ProcessError, Run, Status,
 };
 
 /// `kill_all` kills every program of the process: the test of it runs alone (write lock),
@@ -92,8 +92,11 @@ fn a_timeout_kills_the_whole_group_and_leaves_no_survivor() {
     let mut l = Limits::new(Duration::from_millis(500));
     l.rss_bytes = Some(1 << 40);
     let run = sh(script, l);
-    assert_eq!(run.status, Status::TimedOut);
-    assert_eq!(run.status.to_string(), "timed out");
+    assert!(
+        matches!(run.status, Status::TimedOut { clock: Clock::Wall, wall_ms, .. } if wall_ms >= 500),
+        "{:?}",
+        run.status
+    );
     let grandchild: u32 = run.stdout.text().trim().parse().unwrap();
     assert!(!alive(grandchild), "the grandchild {grandchild} survived");
     assert_eq!(running_in_group(run.pid), Vec::<String>::new());
@@ -172,6 +175,71 @@ fn output_is_bounded_and_read_concurrently() {
     }
 }
 
+/// CPU-time limits: a program that sleeps past its CPU limit by the wall clock but uses no
+/// CPU finishes; one that spins is stopped by its CPU time, long before the wall-clock
+/// backstop, and the status records both times.
+#[test]
+fn cpu_time_limits_stop_a_spinning_program_and_not_a_sleeping_one() {
+    let _g = shared();
+    let l = Limits::cpu_time(Duration::from_millis(500));
+    assert_eq!(l.timeout, Duration::from_secs(5));
+    let run = sh("sleep 1.5", l);
+    assert_eq!(run.status, Status::Exited { code: 0 });
+    assert!(run.wall >= Duration::from_millis(1500));
+    assert!(run.cpu < Duration::from_millis(500), "{:?}", run.cpu);
+    let run = sh("while :; do :; done", l);
+    let Status::TimedOut {
+        clock,
+        cpu_ms,
+        wall_ms,
+    } = run.status
+    else {
+        panic!("{:?}", run.status)
+    };
+    assert_eq!(clock, Clock::Cpu);
+    assert!(cpu_ms >= 500, "{cpu_ms}");
+    assert!(wall_ms >= cpu_ms && wall_ms < 5000, "{wall_ms}");
+    assert!(run.status.to_string().contains("of CPU time"));
+    assert_eq!(running_in_group(run.pid), Vec::<String>::new());
+}
+
+/// A program that blocks without using CPU ends at the wall-clock backstop (ten times its CPU
+/// limit), as a timeout by the wall clock.
+#[test]
+fn a_blocked_program_ends_at_the_backstop() {
+    let _g = shared();
+    let run = sh("sleep 30", Limits::cpu_time(Duration::from_millis(100)));
+    match run.status {
+        Status::TimedOut {
+            clock: Clock::Wall,
+            cpu_ms,
+            wall_ms,
+        } => {
+            assert!((1000..5000).contains(&wall_ms), "{wall_ms}");
+            assert!(cpu_ms < 100, "{cpu_ms}");
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+/// The group's CPU time counts its members' children once they are reaped: two subshells that
+/// each spin for one second of CPU time (`ulimit -t 1` ends each) reach a limit of 1.5 s,
+/// though neither alone does and the first is gone when the second runs.
+#[test]
+fn cpu_time_counts_children_that_ran_and_were_reaped() {
+    let _g = shared();
+    let spin = "(ulimit -t 1; while :; do :; done)";
+    let run = sh(
+        &format!("{spin}; {spin}; sleep 30"),
+        Limits::cpu_time(Duration::from_millis(1500)),
+    );
+    assert!(
+        matches!(run.status, Status::TimedOut { clock: Clock::Cpu, cpu_ms, .. } if cpu_ms >= 1500),
+        "{:?}",
+        run.status
+    );
+}
+
 /// A program that writes as fast as it can is still stopped at its deadline, and its output
 /// is the bound's worth.
 #[test]
@@ -180,7 +248,7 @@ fn a_chatty_program_still_times_out() {
     let mut l = Limits::new(Duration::from_millis(300));
     l.output_bytes = 1000;
     let run = sh("exec yes", l);
-    assert_eq!(run.status, Status::TimedOut);
+    assert!(matches!(run.status, Status::TimedOut { .. }));
     assert_eq!(run.stdout.bytes, b"y\n".repeat(500));
     assert!(run.stdout.total > 1000);
     assert_eq!(running_in_group(run.pid), Vec::<String>::new());

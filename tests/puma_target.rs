@@ -204,7 +204,7 @@ fn swapped_weight_rows_are_a_mismatch_computed_by_that_mvmus_mvm() {
     let o = &run.outcome;
     assert_eq!(
         o.signature,
-        Some(Signature::new(Kind::Mismatch, "mvm/some")),
+        Some(Signature::new(Kind::Mismatch, "mvm")),
         "{}",
         o.detail
     );
@@ -471,5 +471,153 @@ fn the_simulators_semantics_break_the_compilers_programs() {
         "{:?}: {}",
         o.kind,
         o.detail
+    );
+}
+
+/// The cause a real compile of `case` gets from the repair search once `edit` has put a bug
+/// into its compiled program: `None` when the edited program does not mismatch.
+fn cause_of_edited(
+    ctx: &CaseContext,
+    case: &PumaCase,
+    edit: impl Fn(&mut pimdiff_puma::Model),
+) -> Option<(String, Vec<String>)> {
+    use pimdiff::targets::puma::placement::{placement_file, Placement};
+    use pimdiff::targets::puma::repair::Judge;
+    let prepared = ctx.prepare(case).expect("a valid case");
+    let run = pimdiff::targets::puma::compile::compile(
+        &ctx.setup,
+        Tree::Plain,
+        &prepared.network_text,
+        &prepared.weights_text,
+    )
+    .expect("the driver runs");
+    let dir = run.path();
+    let mut model =
+        pimdiff_puma::formats::load_model(dir, &case.network.model).expect("the programs load");
+    edit(&mut model);
+    let placement = Placement::read(&dir.join(placement_file(&case.network.model))).unwrap();
+    let mut judge = Judge::new(
+        &model,
+        &placement,
+        &case.network,
+        &prepared.data,
+        &prepared.reference,
+        CheckOptions::default(),
+    )?;
+    judge.search(&|| false).map(|r| (r.name, r.also))
+}
+
+/// A dense layer and a subtraction: `y = M x − x`.
+fn dense_minus_input() -> PumaNetwork {
+    let mut n = Net::new("net");
+    let x = n.input_vector("x", 5);
+    let m = n.dense("m", 5, 5);
+    let y = n.mvm(m, x);
+    let z = n.op(Op::Sub { a: y, b: x });
+    n.output("z", z);
+    n.0
+}
+
+/// Systematic bugs put into every instruction (or crossbar) of a kind of a real compile are
+/// each named by the edit that undoes it, in a dense layer and in a convolution alike: the
+/// cause a hunt files one finding under, whatever operation shows it.
+#[test]
+fn systematic_bugs_in_real_compiles_are_named_by_the_edit_that_undoes_them() {
+    use pimdiff_puma::CoreInst;
+    let ctx = context(setup_or_skip!(), None);
+    let transpose = |m: &mut pimdiff_puma::Model| {
+        for w in m
+            .tiles
+            .iter_mut()
+            .flat_map(|t| t.cores.iter_mut())
+            .flat_map(|c| c.mvmus.iter_mut())
+            .flatten()
+        {
+            let mut t = pimdiff_puma::model::Weights::zeros();
+            for r in 0..128 {
+                for c in 0..128 {
+                    t.set(c, r, w.cell(r, c));
+                }
+            }
+            *w = t;
+        }
+    };
+    for (network, seed) in [(dense(), 1), (conv(), 2)] {
+        let case = case(network, seed);
+        assert_eq!(cause_of_edited(&ctx, &case, |_| {}), None);
+        let (name, _) = cause_of_edited(&ctx, &case, transpose).expect("a mismatch");
+        assert_eq!(name, "weights transposed");
+    }
+    let swap = |m: &mut pimdiff_puma::Model| {
+        for inst in m
+            .tiles
+            .iter_mut()
+            .flat_map(|t| t.cores.iter_mut())
+            .flat_map(|c| c.program.iter_mut())
+        {
+            if let CoreInst::Alu { aluop, r1, r2, .. } = inst {
+                if aluop.name() == "sub" {
+                    std::mem::swap(r1, r2);
+                }
+            }
+        }
+    };
+    let case = case(dense_minus_input(), 3);
+    let (name, also) = cause_of_edited(&ctx, &case, swap).expect("a mismatch");
+    assert_eq!(name, "alu r1<->r2");
+    assert!(also.contains(&"alu-sub r1<->r2".to_string()), "{also:?}");
+}
+
+/// "Virtual MVMU not assigned!" has two causes whose frames below the assertion are the same
+/// (`Partitioner::getVCore` ← `insertLoadsAndStores` ← the partitioner's constructor): an
+/// output computed from inputs alone, which the partitioner cannot place, and the last
+/// placement pass's single walk over a pointer-ordered set (a 5×5 kernel on a 1×1 image, whose
+/// accumulation chains end in padding taps). The network tells them apart: two signatures.
+#[test]
+fn virtual_mvmu_not_assigned_is_two_findings_by_its_two_causes() {
+    let ctx = context(setup_or_skip!(), None);
+    let mut n = Net::new("net");
+    n.dense("unused", 1, 1);
+    let img = n.input_image("img", 1, 1, 3, 1);
+    n.output("out", img);
+    let inputs_only = ctx.run_in(&case(n.0, 1), Tree::Plain).outcome;
+    let mut n = Net::new("net");
+    let img = n.input_image("img", 1, 1, 1, 1);
+    let k = n.conv_matrix("k", 5, 5, 1, 1, 1, 1, 1);
+    let y = n.conv(k, img);
+    n.output("out", y);
+    let padding = ctx.run_in(&case(n.0, 1), Tree::Plain).outcome;
+    let assertion = "partitioner.cpp Partitioner::getVMVMU: isVMVMUAssigned(op) && \"Virtual MVMU not assigned!\"";
+    assert_eq!(
+        inputs_only.signature,
+        Some(Signature::new(
+            Kind::Abort,
+            format!("{assertion} (an output computed from inputs alone)")
+        )),
+        "{}",
+        inputs_only.detail
+    );
+    assert_eq!(
+        padding.signature,
+        Some(Signature::new(Kind::Abort, assertion)),
+        "{}",
+        padding.detail
+    );
+    let tail = |o: &pimdiff::targets::puma::outcome::PumaOutcome| -> Vec<String> {
+        o.frames
+            .iter()
+            .filter(|f| f.own)
+            .map(|f| f.function.clone())
+            .take(4)
+            .collect()
+    };
+    assert_eq!(tail(&inputs_only), tail(&padding));
+    assert_eq!(
+        tail(&padding)[..3],
+        [
+            "Partitioner::getVMVMU".to_string(),
+            "Partitioner::getVCore".to_string(),
+            "Partitioner::insertLoadsAndStores".to_string()
+        ]
     );
 }

@@ -384,7 +384,7 @@ fn a_graph_built_against_the_calls_is_a_mismatch_of_the_api_check() {
     let o = m.outcome.as_ref().unwrap();
     assert_eq!(
         o.signature.as_ref().map(|s| s.to_string()).as_deref(),
-        Some("mismatch: conv/all")
+        Some("mismatch: conv")
     );
     let Some(Verdict::Mismatch(x)) = o.checked.as_ref().map(|c| &c.verdict) else {
         panic!("{:?}", o.checked);

@@ -50,7 +50,8 @@ fn a_hanging_compiler_is_a_timeout_and_other_cases_pass() {
                     outcome,
                     Outcome::Timeout {
                         stage: "compile".into(),
-                        limit: Duration::from_millis(300)
+                        limit: Duration::from_millis(300),
+                        overrun: None,
                     },
                     "seed {seed}"
                 );

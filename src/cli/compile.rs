@@ -264,7 +264,11 @@ fn answer_of(result: Result<(), CompileFailure>) -> Said {
             Some(at) => format!("the compiler panicked at {at}: {message}"),
             None => format!("the compiler panicked: {message}"),
         }),
-        Err(CompileFailure::TimedOut { limit }) => {
+        Err(CompileFailure::TimedOut {
+            limit,
+            overrun: Some(o),
+        }) => Said::Error(format!("timed out: {}", o.describe(limit))),
+        Err(CompileFailure::TimedOut { limit, .. }) => {
             Said::Error(format!("timed out after {:.1} s", limit.as_secs_f64()))
         }
         Err(CompileFailure::Poisoned { reason }) => Said::Error(reason),

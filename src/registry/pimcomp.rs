@@ -54,7 +54,10 @@ pub struct PimcompTargetArgs {
     /// with config.json and the time-pinning shim beside it.
     #[arg(long, value_name = "PATH")]
     pub pimcomp_bin: Option<PathBuf>,
-    /// Timeout of one PIMCOMP-NN compile.
+    /// CPU-time limit of one PIMCOMP-NN compile (user + system time of its process group, so a
+    /// loaded machine does not make a hang); past it, or past ten times it of wall time (a
+    /// compile blocked without using CPU), the compile is killed: a `hang` finding recording
+    /// both times (`…/timeout`, or `…/blocked` for the wall clock).
     #[arg(long, value_name = "DURATION", value_parser = parse_duration_arg, default_value = "30s")]
     pub compile_timeout: Duration,
     /// Resident-memory limit of one PIMCOMP-NN compile, in MiB.

@@ -81,8 +81,11 @@ pub struct PumaTargetArgs {
     /// checks too, 0..=1 (--target puma).
     #[arg(long, value_name = "R", value_parser = ratio, default_value = "0.25")]
     pub puma_sanitize_rate: f64,
-    /// Timeout of one compile (--target puma). Generated networks compile in well under a
-    /// second, the slowest seen in about 20 s (docs/puma-findings.md); past this it is a hang.
+    /// CPU-time limit of one compile (--target puma): user + system time of the driver's
+    /// process group, so a loaded machine does not make a hang. Generated networks compile in
+    /// well under a second of CPU, the slowest seen in about 20 s (docs/puma-findings.md).
+    /// Past it the compile is a `hang: timeout` finding, past ten times it of wall time (a
+    /// compile blocked without using CPU) a `hang: blocked` one; both record CPU and wall time.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration_arg, default_value = "60s")]
     pub puma_timeout: Duration,
     /// Resident-memory limit of one compile, in MiB (--target puma).
@@ -146,7 +149,7 @@ fn puma_target(args: &TargetFlags, out: &Path) -> anyhow::Result<PumaTarget> {
     })
 }
 
-/// Timeout of a PUMA finding's compile in `repro`.
+/// CPU-time limit of a PUMA finding's compile in `repro` (ten times it of wall time: blocked).
 const PUMA_REPRO_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// `repro` of a PUMA finding: the PUMA driver runs again on the saved files, in the saved

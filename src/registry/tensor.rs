@@ -145,13 +145,15 @@ pub struct CompilerArgs {
     /// repro and replay 0 (plus a finding's recorded schedule).
     #[arg(long, value_name = "K")]
     pub schedules: Option<u32>,
-    /// Wall-clock limit of one external compiler run (e.g. `30s`); past it the command is
-    /// killed and the case is a `timeout` finding. Default 60s.
+    /// CPU-time limit of one external compiler run (e.g. `30s`): the user + system time of the
+    /// command's whole process group, so a loaded machine does not make a hang. Past it, or
+    /// past ten times it of wall time (a command blocked without using CPU), the group is
+    /// killed and the case is a `timeout` finding that records both times. Default 60s.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration_arg)]
     pub compiler_timeout: Option<Duration>,
     /// Wall-clock limit of each stage of a case (compile, run, oracle; an external compiler's
-    /// stage gets --compiler-timeout on top); past it the case is a `timeout` finding and
-    /// its thread is abandoned. Default 10s.
+    /// stage gets ten times --compiler-timeout on top, its wall-clock backstop); past it the
+    /// case is a `timeout` finding and its thread is abandoned. Default 10s.
     #[arg(long, value_name = "DURATION", value_parser = parse_positive_duration)]
     pub case_timeout: Option<Duration>,
     /// Testing pimdiff itself: the interpreter panics on the first instruction with this

@@ -88,7 +88,7 @@ impl Checker for TwoBugs {
                 }
             }
             Err(CompileFailure::Poisoned { reason }) => return none(Outcome::Poisoned { reason }),
-            Err(CompileFailure::TimedOut { limit }) => {
+            Err(CompileFailure::TimedOut { limit, .. }) => {
                 return none(Outcome::Poisoned {
                     reason: format!("compile timed out after {limit:?}"),
                 })

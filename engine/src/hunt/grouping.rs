@@ -63,16 +63,19 @@ pub struct Group {
 
 /// Groups the buckets (in index order) by cause. An ambiguous bucket (several explanations
 /// hold, see [`Cause::also`]) joins the earliest unambiguous bucket that one of its
-/// explanations signs; ambiguity never merges two unambiguous causes. Localized causes
-/// merge whatever the outcome kind. Each group is represented by its earliest unambiguous
-/// bucket (its earliest when all are ambiguous), so that minimization starts from a case
-/// that only its own cause explains.
+/// explanations signs; failing that, the earliest group it shares an explanation with (an
+/// ambiguous group's preferred one is among its own, or its own preferred one among the
+/// group's: one systematic bug shows at different scopes in different cases); ambiguity never
+/// merges two unambiguous causes. Localized causes merge whatever the outcome kind. Each
+/// group is represented by its earliest unambiguous bucket (its earliest when all are
+/// ambiguous), so that minimization starts from a case that only its own cause explains.
 pub fn group_by_cause(causes: &[Cause]) -> Vec<Group> {
     let unambiguous = |c: &Cause| c.localized && c.also.is_empty();
     let anchors: Vec<&Cause> = causes.iter().filter(|c| unambiguous(c)).collect();
     let mut groups: Vec<Group> = Vec::new();
     for (b, own) in causes.iter().enumerate() {
-        let signing = if own.localized && !own.also.is_empty() {
+        let ambiguous = own.localized && !own.also.is_empty();
+        let signing = if ambiguous {
             anchors
                 .iter()
                 .find(|a| own.explains_like(&a.signature))
@@ -82,7 +85,16 @@ pub fn group_by_cause(causes: &[Cause]) -> Vec<Group> {
             own
         };
         let key = signing.merge_key();
-        match groups.iter_mut().find(|g| g.cause.merge_key() == key) {
+        let shares = |g: &Group| {
+            ambiguous
+                && std::ptr::eq(signing, own)
+                && !unambiguous(&g.cause)
+                && (own.explains_like(&g.cause.signature) || g.cause.explains_like(&own.signature))
+        };
+        match groups
+            .iter_mut()
+            .find(|g| g.cause.merge_key() == key || shares(g))
+        {
             Some(g) => {
                 g.buckets.push(b);
                 if !unambiguous(&causes[g.representative]) && unambiguous(own) {
@@ -187,6 +199,30 @@ mod tests {
             [
                 ("mismatch: padding moved".to_string(), vec![0, 1], 1),
                 ("mismatch: st offset".to_string(), vec![2], 2),
+            ]
+        );
+    }
+
+    /// One bug repaired at the opcode in one case and only at the kind in another: neither
+    /// case is unambiguous, and they share the kind's name, so they are one finding; a third
+    /// ambiguous case that shares nothing stays apart.
+    #[test]
+    fn ambiguous_cases_that_share_an_explanation_are_one_group() {
+        let causes = [
+            cause("mismatch", "alu r1-1", true, &["alu-add r1-1"]),
+            cause(
+                "mismatch",
+                "alu-add r1-1",
+                true,
+                &["alu-add[r1:xbar-out] r1-1"],
+            ),
+            cause("mismatch", "copy vec+1", true, &["copy d1-1"]),
+        ];
+        assert_eq!(
+            summary(&group_by_cause(&causes)),
+            [
+                ("mismatch: alu r1-1".to_string(), vec![0, 1], 0),
+                ("mismatch: copy vec+1".to_string(), vec![2], 2),
             ]
         );
     }

@@ -1,7 +1,7 @@
 //! Running a third-party program (a compiler under test) the way a fuzzer runs its target:
-//! in a process group of its own, in a fresh temporary working directory, under a deadline and
-//! a resident-memory limit that kill the whole group, with its output captured up to a bound
-//! and its nondeterminism optionally pinned. Every target's compiler runs through
+//! in a process group of its own, in a fresh temporary working directory, under a CPU-time
+//! limit (with a wall-clock backstop) and a resident-memory limit that kill the whole group,
+//! with its output captured up to a bound and its nondeterminism optionally pinned. Every target's compiler runs through
 //! [`Invocation::run`] (or, kept running and answering one line per request,
 //! [`Invocation::serve`]); [`kill_all`] ends every program still running.
 //!
@@ -21,6 +21,14 @@
 //!   SIGTERM (or a child of it that does) would use all of it. Every process left in the group
 //!   is killed when the leader exits too, so nothing of a run outlives it; after a kill the run
 //!   waits (on pidfds, not by polling) until no process of the group is left running.
+//! * **Time is CPU time of the group, with a wall-clock backstop.** A compile's limit
+//!   ([`Limits::cpu_time`]) is the CPU time (user + system) of every process in the group,
+//!   summed from `/proc` by the same waiting thread (no sooner than the group could have used
+//!   it: see `watch::CpuWatch`). Why not wall time: on a machine shared by a dozen builds a
+//!   20 s compile takes minutes of wall time, and was filed as a hang. A program that blocks
+//!   without using CPU (waiting on a pipe, a lock, a sleep) never reaches a CPU limit, so the
+//!   wall clock still ends it at [`WALL_BACKSTOP_FACTOR`] times the limit. A run that ends at
+//!   either is [`Status::TimedOut`], which records both times and which limit it was.
 //! * **Memory is resident memory of the group, sampled.** The waiting thread wakes every
 //!   [`Limits::rss_interval`] to sum the resident set of every process in the group from
 //!   `/proc` (like libFuzzer's `-rss_limit_mb`); over the limit, the group is killed and the run
@@ -52,10 +60,19 @@ pub use pin::{Environment, Pinning};
 pub use pool::{scratch_dir, Dirs, PoolError, Recipe, ServerPool};
 pub use server::{Answer, Server};
 
+/// How many times its CPU-time limit a program may run by the wall clock ([`Limits::cpu_time`]):
+/// ten, so that a compile on a machine loaded ten times over still ends by its CPU time, and a
+/// program blocked without using CPU still ends.
+pub const WALL_BACKSTOP_FACTOR: u32 = 10;
+
 /// How long a program may run and how much it may use.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Limits {
-    /// Wall-clock time from spawn to the leader's exit.
+    /// CPU time (user + system) of the whole group, from spawn; `None`: not limited, the
+    /// wall clock alone ends the run.
+    pub cpu: Option<Duration>,
+    /// Wall-clock time from spawn to the leader's exit: the limit itself without `cpu`, the
+    /// backstop for a program that blocks without using CPU with it.
     pub timeout: Duration,
     /// Resident memory of the whole group, in bytes; `None`: not watched.
     pub rss_bytes: Option<u64>,
@@ -66,15 +83,38 @@ pub struct Limits {
 }
 
 impl Limits {
-    /// `timeout`, memory not watched, 64 KiB of each stream, sampling every 50 ms.
+    /// `timeout` of wall-clock time (CPU time not limited), memory not watched, 64 KiB of
+    /// each stream, sampling every 50 ms.
     pub fn new(timeout: Duration) -> Limits {
         Limits {
+            cpu: None,
             timeout,
             rss_bytes: None,
             rss_interval: Duration::from_millis(50),
             output_bytes: 64 << 10,
         }
     }
+
+    /// `cpu` of CPU time of the group, with a wall-clock backstop of
+    /// [`WALL_BACKSTOP_FACTOR`] times it; otherwise as [`Limits::new`]. Every compiler under
+    /// test runs under this (see the module docs).
+    pub fn cpu_time(cpu: Duration) -> Limits {
+        Limits {
+            cpu: Some(cpu),
+            ..Limits::new(cpu.saturating_mul(WALL_BACKSTOP_FACTOR))
+        }
+    }
+}
+
+/// Which limit ended a run that did not finish in time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Clock {
+    /// The group's CPU time reached [`Limits::cpu`]: the program computed too long.
+    Cpu,
+    /// The wall clock reached [`Limits::timeout`]: without a CPU limit, the limit itself;
+    /// with one, the program blocked (or was starved) without using its CPU time.
+    Wall,
 }
 
 /// How a run ended.
@@ -85,8 +125,14 @@ pub enum Status {
     Exited { code: i32 },
     /// A signal the harness did not send ended it (`name` like `SIGSEGV`).
     Signaled { signal: i32, name: String },
-    /// Still running at the deadline: the group was killed.
-    TimedOut,
+    /// Still running at its CPU-time limit or at the wall-clock deadline (`clock` says
+    /// which): the group was killed. Both times are recorded, in milliseconds: the group's CPU
+    /// time by then and the wall time since spawn.
+    TimedOut {
+        clock: Clock,
+        cpu_ms: u64,
+        wall_ms: u64,
+    },
     /// The group's resident memory went over the limit: the group was killed.
     MemoryLimit { rss_bytes: u64, limit_bytes: u64 },
     /// [`kill_all`] killed it.
@@ -98,7 +144,23 @@ impl std::fmt::Display for Status {
         match self {
             Status::Exited { code } => write!(f, "exit status {code}"),
             Status::Signaled { signal, name } => write!(f, "killed by {name} (signal {signal})"),
-            Status::TimedOut => write!(f, "timed out"),
+            Status::TimedOut {
+                clock,
+                cpu_ms,
+                wall_ms,
+            } => {
+                let (cpu, wall) = (*cpu_ms as f64 / 1e3, *wall_ms as f64 / 1e3);
+                match clock {
+                    Clock::Cpu => write!(
+                        f,
+                        "timed out: {cpu:.1} s of CPU time ({wall:.1} s wall), its limit"
+                    ),
+                    Clock::Wall => write!(
+                        f,
+                        "timed out: {wall:.1} s wall, its limit, with {cpu:.1} s of CPU time"
+                    ),
+                }
+            }
             Status::MemoryLimit {
                 rss_bytes,
                 limit_bytes,
@@ -109,6 +171,54 @@ impl std::fmt::Display for Status {
                 limit_bytes >> 20
             ),
             Status::Cancelled => write!(f, "cancelled"),
+        }
+    }
+}
+
+impl Status {
+    /// How a run that did not finish in time used its time; `None` for any other end.
+    pub fn overrun(&self) -> Option<Overrun> {
+        match *self {
+            Status::TimedOut {
+                clock,
+                cpu_ms,
+                wall_ms,
+            } => Some(Overrun {
+                clock,
+                cpu: Duration::from_millis(cpu_ms),
+                wall: Duration::from_millis(wall_ms),
+            }),
+            _ => None,
+        }
+    }
+}
+
+/// How a program that did not finish in time used it: what a `hang` (or `timeout`) finding
+/// records, so that a reader can tell a program that computed too long (`clock` CPU, its CPU
+/// time at the limit) from one that blocked (`clock` wall, little CPU time) and from a machine
+/// too loaded to judge (CPU time far below the wall time).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Overrun {
+    pub clock: Clock,
+    pub cpu: Duration,
+    pub wall: Duration,
+}
+
+impl Overrun {
+    /// One line: `1.0 s of CPU time, its limit, in 1.3 s of wall time` or `no exit within
+    /// 10.0 s of wall time (10 × its CPU limit of 1.0 s), with 0.0 s of CPU time`.
+    pub fn describe(&self, cpu_limit: Duration) -> String {
+        let (cpu, wall) = (self.cpu.as_secs_f64(), self.wall.as_secs_f64());
+        match self.clock {
+            Clock::Cpu => format!(
+                "{cpu:.1} s of CPU time (its limit {:.1} s) in {wall:.1} s of wall time",
+                cpu_limit.as_secs_f64()
+            ),
+            Clock::Wall => format!(
+                "no exit within {wall:.1} s of wall time ({WALL_BACKSTOP_FACTOR} × its CPU limit of \
+                 {:.1} s), with {cpu:.1} s of CPU time: blocked, not computing",
+                cpu_limit.as_secs_f64()
+            ),
         }
     }
 }
@@ -126,6 +236,9 @@ pub struct Run {
     pub status: Status,
     /// From spawn until the leader exited (or the group was killed).
     pub wall: Duration,
+    /// The group's CPU time (user + system): the larger of the last sample and the kernel's
+    /// account of the leader and the children it waited for.
+    pub cpu: Duration,
     /// The largest resident memory seen: the larger of the kernel's peak for the leader and
     /// the children it waited for, and the largest sampled sum over the group.
     pub peak_rss_bytes: u64,
@@ -271,6 +384,7 @@ impl Invocation {
         Ok(Run {
             status: watched.status,
             wall: watched.wall,
+            cpu: watched.cpu,
             peak_rss_bytes: watched.peak_rss_bytes,
             stdout: watched.stdout,
             stderr: watched.stderr,

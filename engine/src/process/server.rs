@@ -23,8 +23,8 @@ use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 
 use super::capture::{Captured, Tail};
 use super::group::{self, Registered};
-use super::watch::{self, DEATH_BOUND, DRAIN_GRACE};
-use super::{signal_name, Invocation, Limits, ProcessError, Status};
+use super::watch::{self, CpuWatch, DEATH_BOUND, DRAIN_GRACE};
+use super::{signal_name, Clock, Invocation, Limits, ProcessError, Status};
 
 /// What one request came to.
 #[derive(Debug, PartialEq, Eq)]
@@ -36,7 +36,8 @@ pub enum Answer {
     /// `start` holds the first bytes of the line.
     TooLong { start: Vec<u8>, stderr: Captured },
     /// The server ended before answering: it exited, died on a signal, overran the deadline
-    /// ([`Status::TimedOut`]) or the memory limit, or was cancelled; killed and reaped.
+    /// or the CPU-time limit ([`Status::TimedOut`]) or the memory limit, or was cancelled;
+    /// killed and reaped.
     Ended { status: Status, stderr: Captured },
 }
 
@@ -58,8 +59,9 @@ pub struct Server {
 
 impl Invocation {
     /// Starts the program as a server: standard input piped, answers of at most `line_limit`
-    /// bytes. The invocation's [`Limits::timeout`] is the deadline of each request (counted from
-    /// the request), [`Limits::rss_bytes`] the group's memory limit while a request is in
+    /// bytes. The invocation's [`Limits::cpu`] is the CPU time each request may use (the
+    /// group's, counted from the request) and [`Limits::timeout`] its wall-clock deadline
+    /// (the backstop), [`Limits::rss_bytes`] the group's memory limit while a request is in
     /// flight, [`Limits::output_bytes`] the standard error kept per request.
     pub fn serve(self, line_limit: usize) -> Result<Server, ProcessError> {
         let (mut child, program) = self.spawn(Stdio::piped())?;
@@ -128,6 +130,11 @@ impl Server {
         let start = Instant::now();
         let far = Duration::from_secs(100 * 365 * 24 * 3600);
         let deadline = start + self.limits.timeout.min(far);
+        // The request's CPU time is what the group uses from now on.
+        let mut cpu = self
+            .limits
+            .cpu
+            .map(|l| CpuWatch::new(l, group::cpu_time(self.pid), start));
         let mut tail = Tail::new(self.limits.output_bytes);
         // Standard error written between requests belongs to no request.
         read_available(&mut self.stderr, &mut Tail::new(0), usize::MAX)?;
@@ -152,8 +159,17 @@ impl Server {
                 return Ok(Answer::TooLong { start, stderr });
             }
             let now = Instant::now();
-            if now >= deadline {
-                return self.ended(Status::TimedOut, tail);
+            let over_cpu = cpu.as_mut().is_some_and(|c| c.over(self.pid, now, false));
+            if over_cpu || now >= deadline {
+                if let Some(c) = cpu.as_mut().filter(|_| !over_cpu) {
+                    c.over(self.pid, now, true);
+                }
+                let status = Status::TimedOut {
+                    clock: if over_cpu { Clock::Cpu } else { Clock::Wall },
+                    cpu_ms: watch::millis(cpu.as_ref().map_or(Duration::ZERO, CpuWatch::used)),
+                    wall_ms: watch::millis(now - start),
+                };
+                return self.ended(status, tail);
             }
             if let (Some(at), Some(limit)) = (next_sample, self.limits.rss_bytes) {
                 if now >= at {
@@ -171,7 +187,10 @@ impl Server {
             if written < line.len() {
                 written += self.write_some(&line[written..])?;
             }
-            let wake = next_sample.map_or(deadline, |s| s.min(deadline));
+            let mut wake = next_sample.map_or(deadline, |s| s.min(deadline));
+            if let Some(c) = &cpu {
+                wake = wake.min(c.next());
+            }
             let ready = self.poll_once(written < line.len(), wake)?;
             if ready.stdout {
                 let room = self.line_limit + 1 - self.pending.len().min(self.line_limit);
@@ -281,7 +300,7 @@ impl Server {
         // Unregistered before the reap: once reaped, the pid may be reused.
         drop(registered);
         self.stdin = None;
-        let (exit, _) = watch::reap(self.pid)?;
+        let (exit, _, _) = watch::reap(self.pid)?;
         let status = match (exit.code(), exit.signal()) {
             _ if cancelled => Status::Cancelled,
             (Some(code), _) => Status::Exited { code },

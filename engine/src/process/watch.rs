@@ -1,6 +1,7 @@
 //! Supervising one spawned program until its end: one thread asleep in `poll` on a pidfd of the
 //! leader and on the two output pipes, waking for output, for the leader's exit, at the
-//! deadline, and at each memory sample; then the group's kill, the last output, and the reap.
+//! deadline, at each memory sample and at each CPU-time sample; then the group's kill, the last
+//! output, and the reap.
 
 use std::fs::File;
 use std::io::{self, Read};
@@ -15,7 +16,7 @@ use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 
 use super::capture::{Captured, Tail};
 use super::group::{self, Registered};
-use super::{signal_name, Limits, Status};
+use super::{signal_name, Clock, Limits, Status};
 
 /// How long output is still read after the group is killed. The group's members are dead
 /// within milliseconds of SIGKILL; a pipe still open after this is held by a process that left
@@ -29,10 +30,15 @@ pub(super) const DEATH_BOUND: Duration = Duration::from_secs(2);
 /// Bytes read from one pipe per wake-up, at most.
 const READ_BURST: usize = 1 << 20;
 
+/// The shortest wait between two CPU-time samples: the clock ticks in 10 ms, and reading
+/// `/proc` more often only costs the harness.
+const MIN_CPU_INTERVAL: Duration = Duration::from_millis(10);
+
 /// What [`supervise`] found.
 pub(super) struct Watched {
     pub status: Status,
     pub wall: Duration,
+    pub cpu: Duration,
     pub peak_rss_bytes: u64,
     pub stdout: Captured,
     pub stderr: Captured,
@@ -42,8 +48,68 @@ pub(super) struct Watched {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum End {
     Exited,
+    /// The wall-clock deadline (the backstop when CPU time is limited).
     Deadline,
+    /// The group's CPU time reached the limit.
+    Cpu,
     Memory(u64),
+}
+
+/// The CPU-time limit of one group (of one request, for a server: `base` is what the group had
+/// used before it), sampled from `/proc` no sooner than the group could reach it: with `n`
+/// processors a group gains at most `n` seconds of CPU time per second, so the next sample is
+/// due when what is left divided by `n` has passed. A program far from its limit is sampled
+/// rarely (a 60 s limit: first after 30 s on two processors); one that spins is caught within
+/// [`MIN_CPU_INTERVAL`] of its limit.
+pub(super) struct CpuWatch {
+    limit: Duration,
+    base: Duration,
+    used: Duration,
+    next: Instant,
+    processors: u32,
+}
+
+impl CpuWatch {
+    pub(super) fn new(limit: Duration, base: Duration, start: Instant) -> CpuWatch {
+        // SAFETY: sysconf only reads a constant of the system.
+        let online = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+        let processors = u32::try_from(online).ok().filter(|&n| n > 0).unwrap_or(1);
+        let mut w = CpuWatch {
+            limit,
+            base,
+            used: Duration::ZERO,
+            next: start,
+            processors,
+        };
+        w.schedule(start);
+        w
+    }
+
+    fn schedule(&mut self, now: Instant) {
+        let left = self.limit.saturating_sub(self.used) / self.processors;
+        self.next = now + left.max(MIN_CPU_INTERVAL);
+    }
+
+    /// When the next sample is due.
+    pub(super) fn next(&self) -> Instant {
+        self.next
+    }
+
+    /// The CPU time used so far (as of the last sample).
+    pub(super) fn used(&self) -> Duration {
+        self.used
+    }
+
+    /// Samples the group `pgid` now (when a sample is due, or always with `force`); whether
+    /// it has reached the limit.
+    pub(super) fn over(&mut self, pgid: i32, now: Instant, force: bool) -> bool {
+        if !force && now < self.next {
+            return false;
+        }
+        self.used = group::cpu_time(pgid).saturating_sub(self.base);
+        self.schedule(now);
+        self.used >= self.limit
+    }
 }
 
 /// Watches `child` (the leader of its own process group, started at `start`) to its end,
@@ -57,22 +123,30 @@ pub(super) fn supervise(mut child: Child, limits: &Limits, start: Instant) -> io
         Pipe::new(child.stderr.take().map(OwnedFd::from), limits.output_bytes),
     ];
     let mut sampled_peak = 0;
+    let mut cpu = limits.cpu.map(|l| CpuWatch::new(l, Duration::ZERO, start));
     let ended = watch_and_kill(
         pid,
         &registered,
         &mut pipes,
         limits,
         start,
-        &mut sampled_peak,
+        (&mut sampled_peak, cpu.as_mut()),
     );
     let cancelled = registered.cancelled();
     // Unregistered before the reap: once reaped, the pid (and so the group id) may be reused.
     drop(registered);
-    let (exit, kernel_peak) = reap(pid)?;
+    let (exit, kernel_peak, leader_cpu) = reap(pid)?;
     let (end, wall) = ended?;
     let [stdout, stderr] = pipes.map(|p| p.tail.finish());
+    let cpu = cpu.map_or(Duration::ZERO, |c| c.used()).max(leader_cpu);
+    let timed_out = |clock| Status::TimedOut {
+        clock,
+        cpu_ms: millis(cpu),
+        wall_ms: millis(wall),
+    };
     let status = match end {
-        End::Deadline => Status::TimedOut,
+        End::Deadline => timed_out(Clock::Wall),
+        End::Cpu => timed_out(Clock::Cpu),
         End::Memory(rss_bytes) => Status::MemoryLimit {
             rss_bytes,
             limit_bytes: limits.rss_bytes.unwrap_or(0),
@@ -90,24 +164,38 @@ pub(super) fn supervise(mut child: Child, limits: &Limits, start: Instant) -> io
     Ok(Watched {
         status,
         wall,
+        cpu,
         peak_rss_bytes: sampled_peak.max(kernel_peak),
         stdout,
         stderr,
     })
 }
 
+/// A duration in whole milliseconds (saturating).
+pub(super) fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
 /// Watches the group until its end and kills what is left of it; how it ended and when.
+/// `samples` are the memory peak and the CPU-time watch, updated as the group is sampled.
 fn watch_and_kill(
     pid: i32,
     registered: &Registered,
     pipes: &mut [Pipe; 2],
     limits: &Limits,
     start: Instant,
-    sampled_peak: &mut u64,
+    samples: (&mut u64, Option<&mut CpuWatch>),
 ) -> io::Result<(End, Duration)> {
     let pidfd = pidfd_open(pid)?;
-    let end = wait_for_end(&pidfd, pid, pipes, limits, start, sampled_peak)?;
+    let (sampled_peak, mut cpu) = samples;
+    let end = wait_for_end(&pidfd, pid, pipes, limits, start, sampled_peak, &mut cpu)?;
     let wall = start.elapsed();
+    if end == End::Deadline {
+        // What the group used by the backstop, recorded before the kill.
+        if let Some(c) = cpu {
+            c.over(pid, Instant::now(), true);
+        }
+    }
     // The leader is done; so is everything else in its group.
     group::kill(pid);
     if end != End::Exited || registered.cancelled() {
@@ -118,8 +206,8 @@ fn watch_and_kill(
     Ok((end, wall))
 }
 
-/// Sleeps until the leader exits, the deadline passes or the group's memory is over the limit,
-/// capturing output meanwhile.
+/// Sleeps until the leader exits, the deadline passes, the group's CPU time reaches its limit
+/// or its memory is over the limit, capturing output meanwhile.
 fn wait_for_end(
     pidfd: &OwnedFd,
     pgid: i32,
@@ -127,6 +215,7 @@ fn wait_for_end(
     limits: &Limits,
     start: Instant,
     peak: &mut u64,
+    cpu: &mut Option<&mut CpuWatch>,
 ) -> io::Result<End> {
     let far = Duration::from_secs(100 * 365 * 24 * 3600);
     let deadline = start + limits.timeout.min(far);
@@ -136,6 +225,11 @@ fn wait_for_end(
         let now = Instant::now();
         if now >= deadline {
             return Ok(End::Deadline);
+        }
+        if let Some(c) = cpu.as_deref_mut() {
+            if c.over(pgid, now, false) {
+                return Ok(End::Cpu);
+            }
         }
         if let (Some(at), Some(limit)) = (next_sample, limits.rss_bytes) {
             if now >= at {
@@ -147,7 +241,10 @@ fn wait_for_end(
                 next_sample = Some(now + interval);
             }
         }
-        let wake = next_sample.map_or(deadline, |s| s.min(deadline));
+        let mut wake = next_sample.map_or(deadline, |s| s.min(deadline));
+        if let Some(c) = cpu.as_deref() {
+            wake = wake.min(c.next());
+        }
         let ready = poll_once(Some(pidfd.as_fd()), pipes, wake)?;
         read_ready(pipes, ready)?;
         if ready[0] {
@@ -264,9 +361,10 @@ pub(super) fn pidfd_open(pid: i32) -> io::Result<OwnedFd> {
     Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
 }
 
-/// Reaps the leader (blocking: it is dead or killed by now); its exit status and the kernel's
-/// peak resident memory of it and of the descendants it waited for, in bytes.
-pub(super) fn reap(pid: i32) -> io::Result<(ExitStatus, u64)> {
+/// Reaps the leader (blocking: it is dead or killed by now); its exit status, the kernel's
+/// peak resident memory of it and of the descendants it waited for, in bytes, and their CPU
+/// time (user + system).
+pub(super) fn reap(pid: i32) -> io::Result<(ExitStatus, u64, Duration)> {
     let mut status = 0;
     // SAFETY: rusage is plain data, valid when zeroed.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
@@ -275,7 +373,14 @@ pub(super) fn reap(pid: i32) -> io::Result<(ExitStatus, u64)> {
         let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
         if r == pid {
             let peak = u64::try_from(usage.ru_maxrss).unwrap_or(0) * 1024;
-            return Ok((ExitStatus::from_raw(status), peak));
+            let time = |t: libc::timeval| {
+                Duration::new(
+                    u64::try_from(t.tv_sec).unwrap_or(0),
+                    u32::try_from(t.tv_usec).unwrap_or(0).saturating_mul(1000),
+                )
+            };
+            let cpu = time(usage.ru_utime) + time(usage.ru_stime);
+            return Ok((ExitStatus::from_raw(status), peak, cpu));
         }
         let e = io::Error::last_os_error();
         if e.kind() != io::ErrorKind::Interrupted {

@@ -22,7 +22,8 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use pimdiff_engine::process::{
-    scratch_dir, Answer, Environment, Invocation, Limits, Pinning, Recipe, ServerPool, Status,
+    scratch_dir, Answer, Environment, Invocation, Limits, Overrun, Pinning, Recipe, ServerPool,
+    Status,
 };
 
 use crate::arch::Level;
@@ -162,9 +163,11 @@ pub enum Compile {
         status: String,
         stderr: String,
     },
-    /// Still compiling at the deadline.
+    /// Still compiling at its limit: `limit` of CPU time, or ten times it by the wall clock
+    /// (`overrun` says which, with both times).
     Hang {
         limit: Duration,
+        overrun: Option<Overrun>,
     },
     /// Not CIM-MLC's failure: a malformed case, the driver's own error, a broken answer, the
     /// harness unable to run the driver.
@@ -205,7 +208,7 @@ impl Driver {
                 .limits(Limits {
                     rss_bytes: Some(RSS_LIMIT),
                     output_bytes: STDERR_TAIL,
-                    ..Limits::new(timeout)
+                    ..Limits::cpu_time(timeout)
                 }))
         });
         Driver {
@@ -277,7 +280,7 @@ impl Driver {
                 .limits(Limits {
                     rss_bytes: Some(RSS_LIMIT),
                     output_bytes: ANSWER_LINE_LIMIT,
-                    ..Limits::new(self.timeout)
+                    ..Limits::cpu_time(self.timeout)
                 })
                 .run()
                 .map_err(|e| e.to_string())?;
@@ -335,7 +338,10 @@ fn read_answer(
         Answer::Ended { status, stderr } => {
             let text = String::from_utf8_lossy(&stderr.bytes).into_owned();
             let result = match status {
-                Status::TimedOut => Compile::Hang { limit: timeout },
+                Status::TimedOut { .. } => Compile::Hang {
+                    limit: timeout,
+                    overrun: status.overrun(),
+                },
                 Status::Cancelled => Compile::Poisoned("the driver was cancelled".into()),
                 other => Compile::Died {
                     status: other.to_string(),

@@ -92,10 +92,13 @@ pub fn compile_outcome(compile: &Compile) -> Option<Outcome> {
                 format!("the driver process ended before answering ({status}): {last}"),
             )
         }
-        Compile::Hang { limit } => Outcome::finding(
+        Compile::Hang { limit, overrun } => Outcome::finding(
             Kind::Hang,
             "compile".to_string(),
-            format!("CIM-MLC was still compiling after {limit:?}"),
+            match overrun {
+                Some(o) => format!("CIM-MLC was killed at its limit: {}", o.describe(*limit)),
+                None => format!("CIM-MLC was still compiling after {limit:?}"),
+            },
         ),
         Compile::Unsupported(reason) => Outcome {
             kind: Kind::Unsupported,
@@ -143,6 +146,7 @@ mod tests {
             .ends_with("at codegen/WordlineWise.py:271 (process_conv_node_wlm)"));
         let hang = compile_outcome(&Compile::Hang {
             limit: std::time::Duration::from_secs(30),
+            overrun: None,
         })
         .unwrap();
         assert_eq!(hang.signature.unwrap().to_string(), "hang: compile");

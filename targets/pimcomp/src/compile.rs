@@ -4,8 +4,10 @@
 //! relative to its working directory, so every compile gets a fresh temporary tree
 //! `{config.json, models/JSON/net.json, output/, work/}` and runs in `work/`. It runs through
 //! [`crate::process`]: in a process group of its own (killed on timeout or at the end of a
-//! hunt), under a wall-clock timeout and a watchdog on the group's resident memory (an
-//! address-space limit does not work: the binary reserves far more than it touches). The
+//! hunt), under a limit of CPU time of the group (with a wall-clock backstop of ten times it,
+//! `pimdiff_engine::process::Limits::cpu_time`: a loaded machine does not make a hang) and a
+//! watchdog on the group's resident memory (an address-space limit does not work: the binary
+//! reserves far more than it touches). The
 //! LD_PRELOAD shim built beside the binary pins `time()` to the given value and prints crash
 //! frames.
 
@@ -18,7 +20,7 @@ use serde::{Deserialize, Serialize};
 use super::profile::{self, Phase};
 use pimdiff_engine::coverage::{CoverageRun, EdgeMap};
 use pimdiff_engine::hunt::Edges;
-use pimdiff_engine::process::{Environment, Invocation, Limits, Pinning, Status};
+use pimdiff_engine::process::{Environment, Invocation, Limits, Overrun, Pinning, Status};
 
 /// The model name every compile uses (`-m=net`).
 pub const MODEL_NAME: &str = "net";
@@ -137,8 +139,13 @@ pub enum Exit {
     Signal {
         signal: i32,
     },
+    /// Killed at its time limit: `seconds` of CPU time (the limit), or the wall-clock
+    /// backstop; `overrun` says which and records both times (absent in records written
+    /// before CPU-time limits).
     Timeout {
         seconds: f64,
+        #[serde(default)]
+        overrun: Option<Overrun>,
     },
     /// The resident-memory watchdog killed it.
     Memory {
@@ -230,7 +237,7 @@ pub fn compile(
             .current_dir("work")
             .limits(Limits {
                 rss_bytes: Some(setup.max_rss_bytes),
-                ..Limits::new(setup.timeout)
+                ..Limits::cpu_time(setup.timeout)
             })
             .pinning(Pinning {
                 environment: Environment::inherited_with(environment(
@@ -251,8 +258,9 @@ pub fn compile(
         Status::Cancelled => Exit::Signal {
             signal: libc::SIGKILL,
         },
-        Status::TimedOut => Exit::Timeout {
+        Status::TimedOut { .. } => Exit::Timeout {
             seconds: setup.timeout.as_secs_f64(),
+            overrun: run.status.overrun(),
         },
         Status::MemoryLimit { rss_bytes, .. } => Exit::Memory {
             mib: rss_bytes >> 20,
@@ -298,13 +306,15 @@ pub struct Frame {
     pub own: bool,
 }
 
-/// The shim's `PIMDIFF-FRAME <object> +0x<offset>` lines, symbolized with `addr2line`
-/// (frames of the shim itself dropped). Without addr2line, frames keep their offsets.
+/// The shim's `PIMDIFF-FRAME <object> +0x<offset>[ exact]` lines, symbolized with
+/// `addr2line` (frames of the shim itself dropped). Every offset is symbolized as printed: the
+/// shim takes the interrupted instruction's address from the signal's context (`exact`) and
+/// has already moved return addresses back into their call, so nothing is subtracted here.
+/// Without addr2line, frames keep their offsets.
 pub fn frames(setup: &CompilerSetup, stderr: &str) -> Vec<Frame> {
     let raw: Vec<(String, String)> = stderr
         .lines()
-        .filter_map(|l| l.strip_prefix("PIMDIFF-FRAME "))
-        .filter_map(|l| l.rsplit_once(" +"))
+        .filter_map(shim_frame)
         .map(|(obj, off)| (obj.to_string(), off.to_string()))
         .filter(|(obj, _)| !obj.ends_with(SHIM_NAME))
         .collect();
@@ -339,6 +349,17 @@ pub fn frames(setup: &CompilerSetup, stderr: &str) -> Vec<Frame> {
             }
         })
         .collect()
+}
+
+/// The object and offset of one `PIMDIFF-FRAME <object> +0x<offset>[ exact]` line (lines of
+/// an older shim, without the mark, read the same).
+fn shim_frame(line: &str) -> Option<(&str, &str)> {
+    let (object, rest) = line.strip_prefix("PIMDIFF-FRAME ")?.rsplit_once(" +")?;
+    let offset = rest
+        .split_whitespace()
+        .next()
+        .filter(|o| o.starts_with("0x"))?;
+    Some((object, offset))
 }
 
 fn same_file(a: &str, b: &str) -> bool {

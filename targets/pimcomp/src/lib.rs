@@ -173,8 +173,29 @@ impl Target for PimcompTarget {
             .collect()
     }
 
-    /// Minimization recompiles only the pipelines the signature needs; a hang is not
-    /// minimized (each try would cost the full compile timeout).
+    /// A mismatch's cause is what its signature's variants share ([`outcome::mismatch_cause`]):
+    /// the pipeline and the instructions that wrote the wrong inputs, or the operator; every
+    /// other signature is its own cause. A pure function of the signature: nothing is run.
+    fn cause(
+        &self,
+        _case: &NetCase,
+        signature: &Signature,
+        _budget: &Budget,
+        _cancel: &AtomicBool,
+    ) -> Cause {
+        match outcome::mismatch_cause(signature) {
+            Some((signature, localized)) => Cause {
+                signature,
+                localized,
+                also: Vec::new(),
+            },
+            None => Cause::unlocalized(signature.clone()),
+        }
+    }
+
+    /// Minimization recompiles only the pipelines the signature needs, and keeps a candidate
+    /// while it shows the cause (any signature whose cause it is); a hang is not minimized
+    /// (each try would cost the full compile limit).
     fn triage(
         &self,
         case: &NetCase,

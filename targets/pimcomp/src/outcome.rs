@@ -25,6 +25,7 @@ use super::compile::{frames, CompileRun, CompilerSetup, Exit, Frame, Pipeline, R
 use super::cores::{self, CoreCensus};
 use crate::check::{self as pimcomp, Checked, Control, PimcompError, Status};
 use pimdiff_engine::finding::{abstract_message, Kind, Signature};
+use pimdiff_engine::process::Clock;
 
 /// What one compile and check came to.
 #[derive(Clone, Debug, Serialize)]
@@ -72,10 +73,44 @@ impl CaseOutcome {
         self.signature.iter().chain(&self.also)
     }
 
-    /// Whether `signature` is among this outcome's findings.
+    /// Whether `signature` is among this outcome's findings, or is the cause
+    /// ([`mismatch_cause`]) of one of them.
     pub fn has(&self, signature: &Signature) -> bool {
-        self.signatures().any(|s| s == signature)
+        self.signatures()
+            .any(|s| s == signature || mismatch_cause(s).is_some_and(|(c, _)| c == *signature))
     }
+}
+
+/// The cause of a mismatch signature, and whether it is localized: what one defect shares
+/// across the signature's parts that only say how it showed. A mismatch is signed
+/// `{pipeline}/{op}/{observed}/{all|some}[/{writers}]` (or `…/channels-permuted[/…]`); one
+/// defect shows under several of them: batch mode's input reuse (docs/pimcomp-findings.md, B1
+/// and B2) gets some elements of one network's first convolution wrong and all of another's,
+/// and would wrong an FC's gathered inputs the same way. So the cause keeps the pipeline and,
+/// when the localization named the instructions that wrote the first wrong `mvmul`'s wrong
+/// inputs, those (`batch/inputs-written-by/lmv`: localized, across operators); else the
+/// operator alone (`element/OP_CONV`), or its pattern (`…/OP_CONCAT/channels-permuted`).
+/// `None` for any other signature (its own cause).
+pub fn mismatch_cause(signature: &Signature) -> Option<(Signature, bool)> {
+    if signature.kind != Kind::Mismatch {
+        return None;
+    }
+    let parts: Vec<&str> = signature.detail.split('/').collect();
+    let (pipeline, op) = (parts.first()?, parts.get(1)?);
+    if op.starts_with("run-") || op.is_empty() {
+        return None;
+    }
+    let (pattern, writers) = match parts.get(2) {
+        Some(&"channels-permuted") => (Some("channels-permuted"), parts.get(3)),
+        Some(_) => (None, parts.get(4)),
+        None => return None,
+    };
+    let (detail, localized) = match (writers, pattern) {
+        (Some(w), _) => (format!("{pipeline}/inputs-written-by/{w}"), true),
+        (None, Some(p)) => (format!("{pipeline}/{op}/{p}"), false),
+        (None, None) => (format!("{pipeline}/{op}"), false),
+    };
+    (detail != signature.detail).then(|| (Signature::new(Kind::Mismatch, detail), localized))
 }
 
 /// One node as a check observed it: what the cross-pipeline comparison needs.
@@ -192,12 +227,22 @@ pub fn compile_outcome(
             );
             make(kind, Some(Signature::new(kind, sig)), detail, frames)
         }
-        Exit::Timeout { seconds } => make(
-            Kind::Hang,
-            Some(Signature::new(Kind::Hang, format!("{p}/timeout"))),
-            format!("no exit within {seconds:.0} s"),
-            Vec::new(),
-        ),
+        Exit::Timeout { seconds, overrun } => {
+            let limit = std::time::Duration::from_secs_f64(*seconds);
+            // A compile that blocked (the wall-clock backstop) is another bug than one that
+            // computed past its CPU time.
+            let (what, detail) = match overrun {
+                Some(o) if o.clock == Clock::Wall => ("blocked", o.describe(limit)),
+                Some(o) => ("timeout", o.describe(limit)),
+                None => ("timeout", format!("no exit within {seconds:.0} s")),
+            };
+            make(
+                Kind::Hang,
+                Some(Signature::new(Kind::Hang, format!("{p}/{what}"))),
+                detail,
+                Vec::new(),
+            )
+        }
         Exit::Memory { mib } => make(
             Kind::Hang,
             Some(Signature::new(Kind::Hang, format!("{p}/memory"))),
@@ -468,8 +513,41 @@ fn channels_permuted(reference: &ndarray::Array3<i8>, observed: &(Vec<i8>, Vec<b
 
 #[cfg(test)]
 mod tests {
-    use super::channels_permuted;
+    use super::{channels_permuted, mismatch_cause, CaseOutcome, Kind, Pipeline, Signature};
     use ndarray::Array3;
+
+    /// B1 and B2 (some and all of a first convolution wrong, written by a stale `lmv`) are one
+    /// cause; without a localization the operator is; other signatures are their own.
+    #[test]
+    fn mismatch_causes_keep_the_pipeline_and_the_writers_or_the_operator() {
+        let m = |d: &str| Signature::new(Kind::Mismatch, d);
+        let cause = |d: &str| mismatch_cause(&m(d)).map(|(s, l)| (s.detail, l));
+        let lmv = Some(("batch/inputs-written-by/lmv".to_string(), true));
+        assert_eq!(cause("batch/OP_CONV/isolated/some/lmv"), lmv);
+        assert_eq!(cause("batch/OP_FC/end-to-end/all/lmv"), lmv);
+        assert_eq!(
+            cause("element/OP_CONV/end-to-end/some"),
+            Some(("element/OP_CONV".to_string(), false))
+        );
+        // Already its operator and pattern: its own cause.
+        assert_eq!(cause("element/OP_CONCAT/channels-permuted"), None);
+        assert_eq!(cause("batch/run-fault"), None);
+        assert_eq!(cause("batch/OP_CONV"), None);
+        assert_eq!(
+            mismatch_cause(&Signature::new(Kind::Abort, "batch/OP_CONV/x/all")),
+            None
+        );
+        let mut o = CaseOutcome::new(
+            Pipeline::Batch,
+            Kind::Mismatch,
+            Some(m("batch/OP_CONV/isolated/all/lmv")),
+            String::new(),
+        );
+        assert!(o.has(&m("batch/inputs-written-by/lmv")));
+        assert!(!o.has(&m("element/inputs-written-by/lmv")));
+        o.signature = Some(m("batch/OP_CONV/isolated/all"));
+        assert!(o.has(&m("batch/OP_CONV")));
+    }
 
     fn reference() -> Array3<i8> {
         // 1 x 2 pixels, 3 channels: [1, 2, 3], [4, 5, 6].

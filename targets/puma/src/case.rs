@@ -16,11 +16,14 @@ use super::driver_input::{network_text, weights_text};
 use super::inject::{Injected, Injection};
 use super::network::PumaNetwork;
 use super::outcome::{check_outcome, compile_outcome, severity, PumaOutcome};
+use super::placement::{placement_file, Placement};
 use super::probe::probe_network;
 use super::reference::{reference, NumericRange, Reference};
+use super::repair::{Judge, Repair};
 use super::tensors::NetworkData;
 use super::{network_data, PumaNetConfig};
 use pimdiff_engine::finding::{Kind, Signature};
+use pimdiff_puma::formats::load_model;
 
 /// One network and the seed of its data.
 #[derive(Clone, Debug, PartialEq)]
@@ -125,8 +128,20 @@ impl CaseContext {
             && (mix(case.seed) as f64) < self.sanitize_rate * (u64::MAX as f64)
     }
 
-    /// Compiles `case` in `tree` and checks a successful compile.
+    /// Compiles `case` in `tree` and checks a successful compile (a mismatch with its probe).
     pub fn run_tree(&self, case: &PumaCase, prepared: &Prepared, tree: Tree) -> TreeRun {
+        self.run_tree_with(case, prepared, tree, true)
+    }
+
+    /// [`CaseContext::run_tree`], with the probe of a mismatch only when `probe` (a cause's
+    /// judgement needs the compile, not the first wrong value).
+    fn run_tree_with(
+        &self,
+        case: &PumaCase,
+        prepared: &Prepared,
+        tree: Tree,
+        probe: bool,
+    ) -> TreeRun {
         let run = match compile(
             &self.setup,
             tree,
@@ -142,7 +157,7 @@ impl CaseContext {
                 }
             }
         };
-        if let Some(outcome) = compile_outcome(&self.setup, &run) {
+        if let Some(outcome) = compile_outcome(&self.setup, &run, Some(&case.network)) {
             return TreeRun {
                 compile: Some(run),
                 outcome,
@@ -170,7 +185,9 @@ impl CaseContext {
             self.check,
         );
         if let Verdict::Mismatch(m) = &mut checked.verdict {
-            m.probe = self.probe(case, tree);
+            if probe {
+                m.probe = self.probe(case, tree);
+            }
         }
         TreeRun {
             outcome: check_outcome(tree, checked),
@@ -198,7 +215,7 @@ impl CaseContext {
             &prepared.weights_text,
         )
         .ok()?;
-        if compile_outcome(&self.setup, &run).is_some() {
+        if compile_outcome(&self.setup, &run, Some(&probe.network)).is_some() {
             return None;
         }
         match check(
@@ -258,6 +275,85 @@ impl CaseContext {
     pub fn shows(&self, case: &PumaCase, tree: Tree, signature: &Signature) -> bool {
         self.run_in(case, tree).outcome.signature.as_ref() == Some(signature)
     }
+
+    /// `case` compiled in `tree` and, when it mismatches, `f` given the judge of its repairs
+    /// ([`super::repair`]): the run, and what `f` returned (`None` when the compile does not
+    /// mismatch or its files cannot be read). `probe`: whether the run probes a mismatch.
+    fn judged<T>(
+        &self,
+        case: &PumaCase,
+        tree: Tree,
+        probe: bool,
+        f: impl FnOnce(&mut Judge<'_>) -> T,
+    ) -> (TreeRun, Option<T>) {
+        let prepared = match self.prepare(case) {
+            Ok(p) => p,
+            Err(e) => {
+                let run = TreeRun {
+                    compile: None,
+                    outcome: PumaOutcome::poisoned(tree, e),
+                    injected: None,
+                };
+                return (run, None);
+            }
+        };
+        let run = self.run_tree_with(case, &prepared, tree, probe);
+        if run.outcome.kind != Kind::Mismatch {
+            return (run, None);
+        }
+        let Some(dir) = run.compile.as_ref().map(|c| c.path().to_path_buf()) else {
+            return (run, None);
+        };
+        let net = &case.network;
+        let model = load_model(&dir, &net.model).ok();
+        let placement = Placement::read(&dir.join(placement_file(&net.model))).ok();
+        let (Some(model), Some(placement)) = (model, placement) else {
+            return (run, None);
+        };
+        let judge = Judge::new(
+            &model,
+            &placement,
+            net,
+            &prepared.data,
+            &prepared.reference,
+            self.check,
+        );
+        let out = judge.map(|mut j| f(&mut j));
+        (run, out)
+    }
+
+    /// The cause of a mismatch of `case` in `tree`: the repair of its compile
+    /// ([`super::repair`]), searched until `stop` says the budget is spent; with the run
+    /// (without its probe: the repair is judged on the compile itself, and a probe would cost
+    /// a second compile of the cause's budget).
+    pub fn repair(
+        &self,
+        case: &PumaCase,
+        tree: Tree,
+        stop: &dyn Fn() -> bool,
+    ) -> (TreeRun, Option<Repair>) {
+        let (run, found) = self.judged(case, tree, false, |j| j.search(stop));
+        (run, found.flatten())
+    }
+
+    /// Whether `case` shows `signature` in `tree`, with the run: the run's own signature, or,
+    /// for a mismatch signed by its cause (a repair's name, [`super::repair`]), a mismatch whose
+    /// compile that repair makes right.
+    pub fn showing(&self, case: &PumaCase, tree: Tree, signature: &Signature) -> (TreeRun, bool) {
+        if signature.kind != Kind::Mismatch || is_op_signature(&signature.detail) {
+            let run = self.run_in(case, tree);
+            let shows = run.outcome.signature.as_ref() == Some(signature);
+            return (run, shows);
+        }
+        let (run, confirmed) = self.judged(case, tree, false, |j| j.confirms(&signature.detail));
+        (run, confirmed == Some(true))
+    }
+}
+
+/// Whether a mismatch signature's detail is an operation's name (`conv`: the observed
+/// signature) rather than a repair's (`copy vec+1`: a cause).
+pub fn is_op_signature(detail: &str) -> bool {
+    !detail.contains(' ')
 }
 
 #[cfg(test)]

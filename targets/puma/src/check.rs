@@ -233,6 +233,91 @@ pub fn check(
     run_and_compare(&model, &placement, net, data, reference, options)
 }
 
+/// A machine for `model` with the case's inputs placed; `Err` (what cannot be set up, and
+/// what the check calls it) when the model or the placement does not allow it.
+fn loaded_machine<'m>(
+    model: &'m Model,
+    placement: &Placement,
+    net: &PumaNetwork,
+    data: &NetworkData,
+    options: CheckOptions,
+) -> Result<Machine<'m>, (&'static str, String)> {
+    let machine_options = MachineOptions {
+        step_budget: options.step_budget,
+        frac_bits: 0,
+        quirks: options.quirks,
+    };
+    let mut machine =
+        Machine::new(model, machine_options).map_err(|e| ("machine set-up", e.to_string()))?;
+    let writes = placement
+        .input_writes(net, data)
+        .map_err(|e| ("inputs", e.to_string()))?;
+    for w in writes {
+        u32::try_from(w.address)
+            .map_err(|_| format!("input address {} out of range", w.address))
+            .and_then(|a| {
+                machine
+                    .write_tile_memory(w.tile, a, &w.values, w.counter)
+                    .map_err(|e| e.to_string())
+            })
+            .map_err(|e| ("inputs", e))?;
+    }
+    Ok(machine)
+}
+
+/// Per output, its wrong elements: each flat index with the word read (see [`wrong_words`]).
+pub type WrongWords = Vec<Vec<(usize, Word)>>;
+
+/// The wrong elements of every output of one run of `model` (which may be an edited copy of
+/// a compile's, `super::repair`), each as its flat index and the word read (with its writer
+/// and origin, for slicing): the check's comparison without the verdict. `Err` says why the
+/// run cannot be judged this way (it did not finish: a fault, a deadlock; or an output cannot
+/// be read).
+pub fn wrong_words(
+    model: &Model,
+    placement: &Placement,
+    net: &PumaNetwork,
+    data: &NetworkData,
+    reference: &Reference,
+    options: CheckOptions,
+) -> Result<WrongWords, String> {
+    run_and_read(model, placement, net, data, reference, options).map(|(_, w)| w)
+}
+
+/// [`wrong_words`], with the machine after the run (its tile memories say where every word
+/// came from, for following a wrong value back across cores).
+pub fn run_and_read<'m>(
+    model: &'m Model,
+    placement: &Placement,
+    net: &PumaNetwork,
+    data: &NetworkData,
+    reference: &Reference,
+    options: CheckOptions,
+) -> Result<(Machine<'m>, WrongWords), String> {
+    let mut machine = loaded_machine(model, placement, net, data, options)
+        .map_err(|(what, e)| format!("{what}: {e}"))?;
+    let outcome = machine.run();
+    if !matches!(outcome, RunOutcome::Finished) {
+        return Err(outcome.to_string());
+    }
+    let places = output_places(placement, net);
+    let wrong = reference
+        .outputs
+        .iter()
+        .enumerate()
+        .map(|(o, expected)| {
+            let c = compare_output(&machine, &places[o], expected)?;
+            c.wrong
+                .iter()
+                .map(|&(flat, _, _, (tile, address))| {
+                    Ok((flat, read_word(&machine, tile, address)?))
+                })
+                .collect()
+        })
+        .collect::<Result<Vec<_>, String>>()?;
+    Ok((machine, wrong))
+}
+
 fn run_and_compare(
     model: &Model,
     placement: &Placement,
@@ -241,31 +326,10 @@ fn run_and_compare(
     reference: &Reference,
     options: CheckOptions,
 ) -> Checked {
-    let machine_options = MachineOptions {
-        step_budget: options.step_budget,
-        frac_bits: 0,
-        quirks: options.quirks,
-    };
-    let mut machine = match Machine::new(model, machine_options) {
+    let mut machine = match loaded_machine(model, placement, net, data, options) {
         Ok(m) => m,
-        Err(e) => return unloadable("machine set-up", e),
+        Err((what, e)) => return unloadable(what, e),
     };
-    let writes = match placement.input_writes(net, data) {
-        Ok(w) => w,
-        Err(e) => return unloadable("inputs", e),
-    };
-    for w in writes {
-        let placed = u32::try_from(w.address)
-            .map_err(|_| format!("input address {} out of range", w.address))
-            .and_then(|a| {
-                machine
-                    .write_tile_memory(w.tile, a, &w.values, w.counter)
-                    .map_err(|e| e.to_string())
-            });
-        if let Err(e) = placed {
-            return unloadable("inputs", e);
-        }
-    }
     let outcome = machine.run();
     let overflows = model
         .instruction_memory_overflows()

@@ -1,6 +1,7 @@
 //! Running `puma-driver` on one case as a fuzzer runs its target: in a temporary directory of
-//! its own, through [`crate::process`] (own process group killed at the deadline or the memory
-//! limit, bounded output), with a fixed environment and address-space randomization off.
+//! its own, through [`crate::process`] (own process group killed at its CPU-time limit, at ten
+//! times it of wall time, or at the memory limit; bounded output), with a fixed environment and
+//! address-space randomization off.
 //!
 //! The compiler orders its operations by their heap addresses (`docs/puma.md`, "Heap order"),
 //! so its programs depend on the heap's layout: with ASLR off (`personality(ADDR_NO_RANDOMIZE)`)
@@ -66,6 +67,8 @@ pub struct PumaSetup {
     pub plain: PathBuf,
     /// The sanitizer tree, when there is one.
     pub sanitize: Option<PathBuf>,
+    /// CPU time of one compile (its process group's); ten times it of wall time ends a compile
+    /// blocked without using CPU.
     pub timeout: Duration,
     pub max_rss_bytes: u64,
     /// Measuring coverage (the plain tree is a `scripts/build-puma.sh --coverage` tree): each
@@ -227,7 +230,7 @@ pub fn compile(
         .args([NETWORK_FILE, WEIGHTS_FILE])
         .limits(Limits {
             rss_bytes: Some(setup.max_rss_bytes),
-            ..Limits::new(setup.timeout)
+            ..Limits::cpu_time(setup.timeout)
         })
         .pinning(measured(&pinning, measure, edge_map.as_ref()))
         .run()?;

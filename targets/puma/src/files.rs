@@ -32,7 +32,7 @@ use super::inject::Injection;
 use super::model_cpp::model_cpp;
 use super::network::PumaNetwork;
 use pimdiff_engine::coverage::edge_map::EDGE_MAP_FILE;
-use pimdiff_engine::finding::{to_json_text, write_new, FindingMeta, Kind, Signature};
+use pimdiff_engine::finding::{to_json_text, write_new, Expectation, FindingMeta, Kind, Signature};
 use pimdiff_engine::process::Pinning;
 
 /// What a finding directory is written from.
@@ -178,6 +178,15 @@ pub fn write_files(
     if let Some(checked) = &outcome.checked {
         write_new(&dir.join("check.json"), to_json_text(checked).as_bytes())?;
     }
+    // A mismatch signed by its cause (a repair's name): what a rerun shows is the operation's
+    // signature (`mismatch: conv`), and that is what replay expects.
+    if let Some(observed) = outcome
+        .signature
+        .as_ref()
+        .filter(|s| **s != evidence.signature)
+    {
+        meta.expect = Expectation::Signature(observed.to_string());
+    }
     meta.frames = outcome.frames.iter().map(|f| f.text()).collect();
     meta.suspects = suspects(outcome.checked.as_ref());
     meta.message = outcome.message.clone();
@@ -270,6 +279,21 @@ fn render_report(
     let mut t = String::new();
     let _ = writeln!(t, "# PUMA finding: `{}`\n", evidence.signature);
     let _ = writeln!(t, "{}\n", o.detail);
+    if evidence.signature.kind == Kind::Mismatch
+        && !super::case::is_op_signature(&evidence.signature.detail)
+    {
+        let _ = writeln!(
+            t,
+            "**Cause**: the compiled program checks exactly once `{}` is applied to it (every \
+             instruction of that opcode or kind, or those that computed the wrong elements; \
+             `targets/puma/src/repair.rs`): the compiler writes those instructions wrong the \
+             same way wherever it writes them. The run's own signature is `{}`.\n",
+            evidence.signature.detail,
+            o.signature
+                .as_ref()
+                .map_or("-".to_string(), |s| s.to_string())
+        );
+    }
     let _ = writeln!(
         t,
         "Reproduce: `pimdiff repro DIR` (this directory; exit 1 while it reproduces), or by \

@@ -75,9 +75,8 @@ pub fn shim_frames(tree: &Path, stderr: &str) -> Vec<Frame> {
     let own = own_files(tree);
     let raw: Vec<(String, String)> = stderr
         .lines()
-        .filter_map(|l| l.strip_prefix("PIMDIFF-FRAME "))
-        .filter_map(|l| l.rsplit_once(" +"))
-        .map(|(obj, off)| (obj.to_string(), off.trim().to_string()))
+        .filter_map(shim_frame)
+        .map(|(obj, off, _)| (obj.to_string(), off.to_string()))
         .filter(|(obj, _)| !obj.ends_with("libpimdiff-shim.so"))
         .collect();
     let library = tree.join(LIBRARY);
@@ -115,6 +114,18 @@ pub fn shim_frames(tree: &Path, stderr: &str) -> Vec<Frame> {
         }
     }
     frames
+}
+
+/// One `PIMDIFF-FRAME <object> +0x<offset>[ exact]` line of the shim: the object, the offset
+/// and whether it is the interrupted instruction's own address (`exact`) rather than a return
+/// address. Either way the offset is the one to symbolize: the shim has already moved return
+/// addresses back into their call (so nothing is subtracted here), and lines of an older shim,
+/// without the mark, read the same.
+pub fn shim_frame(line: &str) -> Option<(&str, &str, bool)> {
+    let (object, rest) = line.strip_prefix("PIMDIFF-FRAME ")?.rsplit_once(" +")?;
+    let mut words = rest.split_whitespace();
+    let offset = words.next().filter(|o| o.starts_with("0x"))?;
+    Some((object, offset, words.next() == Some("exact")))
 }
 
 /// Per offset, the chain of `(function, file:line)` of the code there, innermost inlined
@@ -488,6 +499,20 @@ freed by thread T0 here:\n\
         assert!(is_bookkeeping("Operation::Operation"));
         assert!(!is_bookkeeping("OutputImagePixelStream::operator="));
         assert!(!is_bookkeeping("Partitioner::settle"));
+    }
+
+    #[test]
+    fn shim_lines_with_and_without_the_exact_mark() {
+        assert_eq!(
+            shim_frame("PIMDIFF-FRAME /t/src/libpuma.so +0x1a2b exact"),
+            Some(("/t/src/libpuma.so", "0x1a2b", true))
+        );
+        assert_eq!(
+            shim_frame("PIMDIFF-FRAME /a b/x +y/libc.so.6 +0x27249"),
+            Some(("/a b/x +y/libc.so.6", "0x27249", false))
+        );
+        assert_eq!(shim_frame("PIMDIFF-FRAME /x +junk"), None);
+        assert_eq!(shim_frame("other /x +0x1"), None);
     }
 
     #[test]

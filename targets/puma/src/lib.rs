@@ -37,6 +37,7 @@ pub mod placement;
 pub mod probe;
 pub mod reductions;
 pub mod reference;
+pub mod repair;
 pub mod repro;
 pub mod tensors;
 pub mod user_check;
@@ -49,7 +50,7 @@ pub use reference::{reference, NumericRange, Reference};
 pub use tensors::NetworkData;
 
 use std::path::Path;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use self::case::{CaseContext, CaseRun, PumaCase, TreeRun};
@@ -71,13 +72,21 @@ pub struct PumaTarget {
 }
 
 impl PumaTarget {
-    /// The tree in which `case` shows `signature` (plain first), if any.
-    fn tree_showing(&self, case: &PumaCase, signature: &Signature) -> Option<(Tree, TreeRun)> {
+    /// The trees of the set-up, plain first.
+    fn trees(&self) -> impl Iterator<Item = Tree> + '_ {
         [Tree::Plain, Tree::Sanitize]
             .into_iter()
             .filter(|&t| self.cases.setup.tree(t).is_some())
-            .map(|t| (t, self.cases.run_in(case, t)))
-            .find(|(_, r)| r.outcome.signature.as_ref() == Some(signature))
+    }
+
+    /// The tree in which `case` shows `signature` (plain first), if any, with its run. A
+    /// mismatch signed by its cause shows when that repair makes the compile right
+    /// ([`CaseContext::showing`]).
+    fn tree_showing(&self, case: &PumaCase, signature: &Signature) -> Option<(Tree, TreeRun)> {
+        self.trees()
+            .map(|t| (t, self.cases.showing(case, t, signature)))
+            .find(|(_, (_, shows))| *shows)
+            .map(|(t, (run, _))| (t, run))
     }
 
     /// The evidence of `case` for `signature`, from `run` when it shows it, else from a new
@@ -86,12 +95,12 @@ impl PumaTarget {
         &self,
         case: &PumaCase,
         original: &PumaNetwork,
-        run: Option<TreeRun>,
+        run: Option<(TreeRun, bool)>,
         signature: &Signature,
     ) -> Evidence {
         let found = run
-            .filter(|r| r.outcome.signature.as_ref() == Some(signature))
-            .map(|r| (r.outcome.tree, r))
+            .filter(|(_, shows)| *shows)
+            .map(|(r, _)| (r.outcome.tree, r))
             .or_else(|| self.tree_showing(case, signature));
         let (reproduced, run) = match found {
             Some((_, r)) => (true, r),
@@ -184,10 +193,43 @@ impl Target for PumaTarget {
             .collect()
     }
 
+    /// A mismatch's cause is the repair of its compiled program ([`repair`]): buckets of
+    /// different operations whose first cases one edit repairs are one finding. Other
+    /// signatures are their own cause. The repair is searched in the tree that shows the
+    /// signature, within the budget (a search cut short leaves the signature as it is).
+    fn cause(
+        &self,
+        case: &PumaCase,
+        signature: &Signature,
+        budget: &Budget,
+        cancel: &AtomicBool,
+    ) -> Cause {
+        if signature.kind != Kind::Mismatch {
+            return Cause::unlocalized(signature.clone());
+        }
+        let stop = || cancel.load(Ordering::SeqCst) || budget.expired();
+        for tree in self.trees() {
+            let (run, found) = self.cases.repair(case, tree, &stop);
+            if run.outcome.kind != Kind::Mismatch {
+                continue;
+            }
+            return match found {
+                Some(r) => Cause {
+                    signature: Signature::new(Kind::Mismatch, r.name),
+                    localized: true,
+                    also: r.also,
+                },
+                None => Cause::unlocalized(signature.clone()),
+            };
+        }
+        Cause::unlocalized(signature.clone())
+    }
+
     /// Minimization recompiles every candidate in the tree that showed the finding (the
     /// compiler's output depends on the heap, so nothing is assumed to survive an edit); a
-    /// hang is not minimized (each try would cost the whole deadline), nor a finding that no
-    /// longer shows on the representative case.
+    /// candidate keeps a mismatch's cause while the cause's repair still makes it right,
+    /// whatever operation it then shows. A hang is not minimized (each try would cost the
+    /// whole limit), nor a finding that no longer shows on the representative case.
     fn triage(
         &self,
         case: &PumaCase,
@@ -211,12 +253,12 @@ impl Target for PumaTarget {
                 resume: false,
             },
             if skip { &stopped } else { cancel },
-            |c| self.cases.shows(c, tree, sig),
+            |c| self.cases.showing(c, tree, sig).1,
         );
         let run = if shrunk.kept == 0 {
-            shown.map(|(_, r)| r)
+            shown.map(|(_, r)| (r, true))
         } else {
-            Some(self.cases.run_in(&shrunk.case, tree))
+            Some(self.cases.showing(&shrunk.case, tree, sig))
         };
         let evidence = self.evidence_of(&shrunk.case, &case.network, run, sig);
         Triaged::of_shrunk(self, case, shrunk, cause.clone(), evidence)
@@ -228,7 +270,7 @@ impl Target for PumaTarget {
                 .into_iter()
                 .find(|t| t.outcome.signature.as_ref() == Some(signature))
         });
-        self.evidence_of(case, &case.network, shown, signature)
+        self.evidence_of(case, &case.network, shown.map(|r| (r, true)), signature)
     }
 
     fn write_finding(

@@ -10,13 +10,21 @@
 //! slice ends: the value came from another store, on this core or another). The slice is the
 //! chain the report prints; its first computing instruction (an `mvm`, `alu` or `alui`, else
 //! the `load` that brought the value in) is the instruction kind a mismatch is signed with.
+//!
+//! [`repair_sites`] widens the slice into the instructions a repair may edit
+//! (`super::repair`): the *near* writers (an instruction whose destination range ends or starts
+//! next to a register the slice needs: a `copy` one element short leaves the register to an
+//! older writer, which the slice follows instead), the `set`s that give the slice's loads and
+//! stores their addresses, and, through the machine's record of where every word of tile
+//! memory came from, the slices of the stores on other cores whose words the slice's loads
+//! read.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use pimdiff_puma::arch::{
     MVMUS_PER_CORE, MVMU_DIM, STORE_BUS_STRIDE, XBAR_IN_START, XBAR_OUT_START,
 };
-use pimdiff_puma::machine::{InstAt, Quirks, Unit, Writer};
+use pimdiff_puma::machine::{InstAt, Quirks, Unit, Word, Writer};
 use pimdiff_puma::{CoreInst, Model};
 use serde::Serialize;
 
@@ -132,10 +140,8 @@ fn stored_register(program: &[CoreInst], pc: usize, word: u32, quirks: Quirks) -
     Some(r1 + chunk * stride + within)
 }
 
-/// The slice of the value the store at `origin` wrote at `origin_word` of its tile, or `None`
-/// when the origin is not a core's store (the host, a tile instruction) or lies outside the
-/// model.
-pub fn slice(model: &Model, origin: Writer, origin_word: u32, quirks: Quirks) -> Option<Slice> {
+/// The core program a store at `origin` belongs to, with its tile, core and pc.
+fn core_program(model: &Model, origin: Writer) -> Option<(u32, u32, usize, &[CoreInst])> {
     let Writer::Inst(InstAt {
         tile,
         unit: Unit::Core(core),
@@ -150,22 +156,64 @@ pub fn slice(model: &Model, origin: Writer, origin_word: u32, quirks: Quirks) ->
         .cores
         .get(core as usize)?
         .program;
-    let pc = pc as usize;
-    let step = |pc: usize| SliceStep {
-        tile,
-        core,
-        pc: pc as u32,
-        text: program[pc].to_string(),
+    Some((tile, core, pc as usize, program))
+}
+
+/// What one backward walk from a store found (see [`walk`]).
+struct Walk {
+    /// The pcs of the slice, in program order, the store last.
+    steps: Vec<usize>,
+    /// The kind of the instruction that computed the value.
+    computed_by: String,
+    /// The near writers: for each register the slice needed, the instructions that wrote the
+    /// register just before or just after it instead.
+    near: Vec<usize>,
+    /// The tile memory words the slice's loads read into the registers it needed.
+    loaded: Vec<u32>,
+}
+
+/// The registers an instruction writes as one range, `(first, count)`: a `set`, `copy`,
+/// `load`, `alu` or `alui` (an `mvm` writes its MVMUs' fixed outputs, a `store` none). A
+/// range one short or one off leaves a register to an older writer: [`walk`] looks for ranges
+/// that end, or start, next to a register it needs.
+fn destination(inst: &CoreInst) -> Option<(u32, u32)> {
+    match *inst {
+        CoreInst::Set { d1, vec, .. }
+        | CoreInst::Copy { d1, vec, .. }
+        | CoreInst::Alu { d1, vec, .. }
+        | CoreInst::Alui { d1, vec, .. } => Some((d1, vec)),
+        CoreInst::Load {
+            d1,
+            load_width,
+            vec,
+            ..
+        } => Some((d1, load_width.saturating_mul(vec))),
+        _ => None,
+    }
+}
+
+/// The tile memory address register `reg` holds at `pc`: the immediate of its last `set`.
+fn address_at(program: &[CoreInst], pc: usize, reg: u32, quirks: Quirks) -> Option<u32> {
+    program[..pc].iter().rev().find_map(|inst| match *inst {
+        CoreInst::Set { d1, imm, vec } if d1 <= reg && reg < d1 + vec => u32::try_from(imm).ok(),
+        _ if dataflow(inst, quirks).iter().any(|(d, _)| *d == reg) => Some(u32::MAX),
+        _ => None,
+    })
+}
+
+/// One backward walk from the store at `pc` (see [`Walk`]). A copy one element short, or a
+/// destination one register off, leaves a needed register to an older writer, which the slice
+/// follows; the near writer is the one at fault.
+fn walk(program: &[CoreInst], pc: usize, origin_word: u32, quirks: Quirks) -> Walk {
+    let mut w = Walk {
+        steps: vec![pc],
+        computed_by: "store".into(),
+        near: Vec::new(),
+        loaded: Vec::new(),
     };
-    let mut steps = vec![step(pc)];
     let mut needed: BTreeSet<u32> = match stored_register(program, pc, origin_word, quirks) {
         Some(r) => BTreeSet::from([r]),
-        None => {
-            return Some(Slice {
-                steps,
-                computed_by: "store".into(),
-            })
-        }
+        None => return w,
     };
     let mut computed_by: Option<String> = None;
     let mut moved_by: Option<String> = None;
@@ -175,14 +223,23 @@ pub fn slice(model: &Model, origin: Writer, origin_word: u32, quirks: Quirks) ->
         }
         let inst = &program[at];
         let mut touched = false;
+        let adjacent = destination(inst).is_some_and(|(d1, len)| {
+            needed.contains(&(d1 + len))
+                || d1.checked_sub(1).is_some_and(|p| needed.contains(&p))
+                || (len == 0 && needed.contains(&d1))
+        });
         for (d, reads) in dataflow(inst, quirks) {
             if needed.remove(&d) {
                 touched = true;
                 needed.extend(reads);
+                if let CoreInst::Load { d1, r1, .. } = *inst {
+                    let base = address_at(program, at, r1, quirks).filter(|&a| a != u32::MAX);
+                    w.loaded.extend(base.map(|a| a + (d - d1)));
+                }
             }
         }
         if touched {
-            steps.push(step(at));
+            w.steps.push(at);
             let kind = inst_kind(inst);
             match inst {
                 CoreInst::Mvm { .. } | CoreInst::Alu { .. } | CoreInst::Alui { .. } => {
@@ -193,13 +250,119 @@ pub fn slice(model: &Model, origin: Writer, origin_word: u32, quirks: Quirks) ->
                 }
                 _ => {}
             }
+        } else if adjacent {
+            w.near.push(at);
         }
     }
-    steps.reverse();
-    Some(Slice {
-        steps,
-        computed_by: computed_by.or(moved_by).unwrap_or_else(|| "store".into()),
-    })
+    w.steps.reverse();
+    w.computed_by = computed_by.or(moved_by).unwrap_or_else(|| "store".into());
+    w
+}
+
+/// The slice of the value the store at `origin` wrote at `origin_word` of its tile, or `None`
+/// when the origin is not a core's store (the host, a tile instruction) or lies outside the
+/// model.
+pub fn slice(model: &Model, origin: Writer, origin_word: u32, quirks: Quirks) -> Option<Slice> {
+    let (tile, core, pc, program) = core_program(model, origin)?;
+    let Walk {
+        steps, computed_by, ..
+    } = walk(program, pc, origin_word, quirks);
+    let steps = steps
+        .into_iter()
+        .map(|pc| SliceStep {
+            tile,
+            core,
+            pc: pc as u32,
+            text: program[pc].to_string(),
+        })
+        .collect();
+    Some(Slice { steps, computed_by })
+}
+
+/// Where an instruction of a core lies: tile, core, pc.
+pub type Site = (u32, u32, u32);
+
+/// What a site of [`repair_sites`] is to the value: on its way (the slice, a near writer), or
+/// the `set` that gives one of its loads or stores an address (a repair of a value's `set`
+/// and of an address's are different edits: the same opcode does both).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Role {
+    Value,
+    Address,
+}
+
+/// For each `load` and `store` of `program`, by its pc, the pc of the instruction that wrote
+/// its address register last (a `set`): those instructions give addresses, whatever else a
+/// walk finds them next to.
+pub(crate) fn address_setters(program: &[CoreInst], quirks: Quirks) -> BTreeMap<usize, usize> {
+    let mut last_writer: BTreeMap<u32, usize> = BTreeMap::new();
+    let mut out = BTreeMap::new();
+    for (pc, inst) in program.iter().enumerate() {
+        let address = match *inst {
+            CoreInst::Load { r1, .. } => Some(r1),
+            CoreInst::Store { d1, .. } => Some(d1),
+            _ => None,
+        };
+        if let Some(&w) = address.and_then(|r| last_writer.get(&r)) {
+            out.insert(pc, w);
+        }
+        for (d, _) in dataflow(inst, quirks) {
+            last_writer.insert(d, pc);
+        }
+    }
+    out
+}
+
+/// The most stores [`repair_sites`] follows back through tile memory (each a core's walk).
+const MAX_STORES_FOLLOWED: usize = 32;
+
+/// The instructions a repair of a stored word may edit (`super::repair`): the slice's and its
+/// near writers (see [`walk`]), the `set` that gives each of its `load`s and `store`s its
+/// address (an address one word off is a wrong immediate of that `set`), and the same again
+/// for the stores whose words its loads read (`memory` gives a word of a tile's memory after
+/// the run, with the store it came from, through any sends and receives), so that a value
+/// computed wrong on one core and loaded by another is followed to where it was computed. At
+/// most [`MAX_STORES_FOLLOWED`] stores; empty when the origin is not a core's store.
+pub fn repair_sites(
+    model: &Model,
+    origin: Writer,
+    origin_word: u32,
+    quirks: Quirks,
+    memory: &dyn Fn(u32, u32) -> Option<Word>,
+) -> Vec<(Site, Role)> {
+    let mut sites: BTreeMap<Site, Role> = BTreeMap::new();
+    let mut queue = vec![(origin, origin_word)];
+    let mut seen: BTreeSet<(String, u32)> = BTreeSet::new();
+    while let Some((origin, word)) = queue.pop() {
+        if seen.len() >= MAX_STORES_FOLLOWED || !seen.insert((origin.to_string(), word)) {
+            continue;
+        }
+        let Some((tile, core, pc, program)) = core_program(model, origin) else {
+            continue;
+        };
+        let w = walk(program, pc, word, quirks);
+        let setters = address_setters(program, quirks);
+        for &at in &w.steps {
+            if let Some(&s) = setters.get(&at) {
+                sites.insert((tile, core, s as u32), Role::Address);
+            }
+        }
+        let on_the_way = w.steps.iter().chain(&w.near);
+        for &p in on_the_way.filter(|p| !setters.values().any(|s| s == *p)) {
+            sites.insert((tile, core, p as u32), Role::Value);
+        }
+        for address in w.loaded {
+            if let Some(Word {
+                origin: Some(o),
+                origin_word: Some(at),
+                ..
+            }) = memory(tile, address)
+            {
+                queue.push((o, at));
+            }
+        }
+    }
+    sites.into_iter().collect()
 }
 
 #[cfg(test)]
@@ -216,6 +379,46 @@ mod tests {
             name: "net".into(),
             tiles: vec![Tile::new(vec![], cores)],
         }
+    }
+
+    /// A copy one element short leaves the last register to the `set` before it: the slice
+    /// follows the `set`, and the copy is a near writer, one of the sites a repair may edit,
+    /// with the `set` that gives the store its address.
+    #[test]
+    fn a_short_copy_is_a_near_writer_of_the_slice() {
+        let m = model(
+            "set(d1=520, imm=0, vec=4)\n\
+             set(d1=513, imm=4, vec=1)\n\
+             load(d1=513, r1=513, load_width=4, vec=1)\n\
+             copy(d1=520, r1=513, vec=3, src_type=1)\n\
+             set(d1=530, imm=8, vec=1)\n\
+             store(d1=530, r1=520, counter=1, store_width=4, vec=1)\n\
+             hlt()",
+        );
+        let at = Writer::Inst(InstAt {
+            tile: 0,
+            unit: Unit::Core(0),
+            pc: 5,
+        });
+        // Word 11 is the store's fourth, register 523, which the copy did not reach.
+        let s = slice(&m, at, 11, Quirks::COMPILER).unwrap();
+        let pcs: Vec<u32> = s.steps.iter().map(|s| s.pc).collect();
+        assert_eq!(pcs, vec![0, 5]);
+        let none = |_: u32, _: u32| None;
+        let sites = repair_sites(&m, at, 11, Quirks::COMPILER, &none);
+        assert_eq!(
+            sites,
+            vec![
+                ((0, 0, 0), Role::Value),
+                ((0, 0, 3), Role::Value),
+                ((0, 0, 4), Role::Address),
+                ((0, 0, 5), Role::Value)
+            ]
+        );
+        // Word 9 (register 521) the copy wrote: the slice goes through it to the load.
+        let s = slice(&m, at, 9, Quirks::COMPILER).unwrap();
+        let pcs: Vec<u32> = s.steps.iter().map(|s| s.pc).collect();
+        assert_eq!(pcs, vec![2, 3, 5]);
     }
 
     #[test]

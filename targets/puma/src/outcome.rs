@@ -5,10 +5,10 @@
 //! |---|---|---|
 //! | `crash` | a signal other than SIGABRT, or a sanitizer's report | `SIGSEGV/f<g<h`, `asan heap-use-after-free/f<g`, `ubsan <error>/f` |
 //! | `abort` | SIGABRT: a failed assertion (or an uncaught exception) | `file.cpp Class::function: condition` |
-//! | `hang` | killed at the deadline or the memory limit | `timeout`, `memory` |
+//! | `hang` | killed at its CPU-time limit, the wall-clock backstop or the memory limit | `timeout`, `blocked`, `memory` |
 //! | `rejected` | an exit status other than 0 and 2 (the library has no refusal path: a finding) | `exit N: message` |
 //! | `compile-error` | exit 0, but programs, weights or placement cannot be loaded or read | `what: message` |
-//! | `mismatch` | a known output element differs from the reference | `op/all\|some` of the first wrong value |
+//! | `mismatch` | a known output element differs from the reference | the operation of the first wrong value (`conv`); its cause a repair (`copy vec+1`, [`super::repair`]) |
 //! | `fault`, `deadlock` | the machine stops on the programs | `Kind/opcode`, `opcode+opcode` |
 //! | `unsupported` | no output element is known (counted, never a pass) | — |
 //! | `out-of-steps`, `poisoned` | limits and failures of the tooling (the driver refusing pimdiff's own files, exit 2) | — |
@@ -17,12 +17,16 @@
 //! is the plain tree's `SIGSEGV`, so one null dereference met in both trees is one finding)
 //! and the top three functions inside the compiler, names not lines, past the crash site's
 //! graph bookkeeping ([`super::frames::top_own_functions`]); aborts by the assertion
-//! (file, function, condition); mismatches by their localization shape: the operation of the
-//! network's first wrong value (found by a probe, [`super::probe`]) and whether all or some of
-//! its known elements are wrong. The instructions that computed the first wrong element (the
-//! localization, [`super::localize`]) are in the report and in `finding.json`'s suspects, not
-//! in the signature: one wrong convolution is computed by an `mvm` when its kernel is 1×1 and
-//! by an `alu` accumulation otherwise, and would otherwise be as many findings. Messages enter
+//! (file, function, condition); mismatches by the operation of the network's first wrong value
+//! (found by a probe, [`super::probe`]). Whether all or some of its elements are wrong is not
+//! part of it: one strided convolution reading the wrong pixels gets every element of a 1×1
+//! output wrong and some of a larger one (run 2's findings 008 and 009, docs/puma-findings.md).
+//! The instructions that computed the first wrong element (the localization,
+//! [`super::localize`]) are in the report and in `finding.json`'s suspects, not in the
+//! signature: one wrong convolution is computed by an `mvm` when its kernel is 1×1 and by an
+//! `alu` accumulation otherwise, and would otherwise be as many findings. A systematic bug
+//! that touches several operations is still one finding per operation here: the hunt joins
+//! them by cause, the repair of the compiled program ([`super::repair`]). Messages enter
 //! a signature only through [`abstract_message`].
 
 use serde::Serialize;
@@ -32,8 +36,10 @@ use super::compile::{CompileRun, PumaSetup, Tree};
 use super::frames::{
     assertion, own_files, sanitizer_report, shim_frames, top_own_functions, Frame,
 };
+use super::network::PumaNetwork;
+use super::probe::inputs_only_output;
 use pimdiff_engine::finding::{abstract_message, Kind, Signature};
-use pimdiff_engine::process::{signal_name, Status};
+use pimdiff_engine::process::{signal_name, Clock, Status};
 
 /// One compile's (and check's) outcome.
 #[derive(Clone, Debug, Serialize)]
@@ -149,12 +155,46 @@ fn sanitizer_signal(what: &str) -> Option<&'static str> {
     }
 }
 
-/// Classifies a compile; `None` when it succeeded (exit 0) and its output is to be checked.
-pub fn compile_outcome(setup: &PumaSetup, run: &CompileRun) -> Option<PumaOutcome> {
+/// What a crash or abort of `net`'s compile is signed with besides its place: when the failure
+/// came while the library compiled (the driver printed `compiling`; a crash while the network
+/// is built is not about it) and an output of the network is computed from inputs alone,
+/// which the partitioner cannot place ([`super::probe::inputs_only_output`]). Why: that
+/// network property makes the compile abort in `Partitioner::getVMVMU`, where the last
+/// placement pass's order over a pointer-ordered set makes others abort too (a convolution
+/// whose accumulation chains end in padding taps); the frames below the assertion are the same
+/// for both (`insertLoadsAndStores` ← the partitioner's constructor), so only the network tells
+/// the two causes apart, and they are two findings. A network written by hand (`pimdiff puma
+/// MODEL.cpp`) has no generated network to ask: no note.
+fn cause_note(run: &CompileRun, net: Option<&PumaNetwork>) -> &'static str {
+    let Some(net) = net else {
+        return "";
+    };
+    let compiling = run
+        .stdout
+        .lines()
+        .any(|l| l.trim() == "puma-driver: compiling");
+    if compiling && inputs_only_output(net) {
+        " (an output computed from inputs alone)"
+    } else {
+        ""
+    }
+}
+
+/// Classifies a compile of `net` (`None`: a network written by hand, not generated); `None`
+/// when it succeeded (exit 0) and its output is to be checked.
+pub fn compile_outcome(
+    setup: &PumaSetup,
+    run: &CompileRun,
+    net: Option<&PumaNetwork>,
+) -> Option<PumaOutcome> {
+    let note = cause_note(run, net);
     let tree_dir = setup.tree(run.tree).unwrap_or(&setup.plain);
     let tree = run.tree;
     if tree == Tree::Sanitize
-        && !matches!(run.status, Status::TimedOut | Status::MemoryLimit { .. })
+        && !matches!(
+            run.status,
+            Status::TimedOut { .. } | Status::MemoryLimit { .. }
+        )
     {
         if let Some(report) = sanitizer_report(&run.stderr, &own_files(tree_dir)) {
             let top = frames_detail(&top_own_functions(&report.frames, 3));
@@ -163,7 +203,7 @@ pub fn compile_outcome(setup: &PumaSetup, run: &CompileRun) -> Option<PumaOutcom
                 None if report.sanitizer == "AddressSanitizer" => format!("asan {}", report.what),
                 None => format!("ubsan {}", report.what),
             };
-            let sig = Signature::new(Kind::Crash, format!("{head}/{top}"));
+            let sig = Signature::new(Kind::Crash, format!("{head}/{top}{note}"));
             return Some(PumaOutcome {
                 frames: report.frames,
                 message: Some(report.message.clone()),
@@ -173,13 +213,31 @@ pub fn compile_outcome(setup: &PumaSetup, run: &CompileRun) -> Option<PumaOutcom
         }
     }
     match &run.status {
-        Status::Signaled { signal, name } => Some(signaled(tree, tree_dir, run, *signal, name)),
-        Status::TimedOut => Some(PumaOutcome::new(
-            tree,
-            Kind::Hang,
-            Some(Signature::new(Kind::Hang, "timeout")),
-            format!("no exit within {:.0} s", setup.timeout.as_secs_f64()),
-        )),
+        Status::Signaled { signal, name } => {
+            let mut outcome = signaled(tree, tree_dir, run, *signal, name);
+            if let Some(sig) = outcome.signature.as_mut() {
+                sig.detail.push_str(note);
+            }
+            Some(outcome)
+        }
+        Status::TimedOut { .. } => {
+            // A compile that blocked (the wall-clock backstop) is another bug than one that
+            // computed past its CPU time: `blocked`, not `timeout`.
+            let overrun = run.status.overrun();
+            let what = match overrun {
+                Some(o) if o.clock == Clock::Wall => "blocked",
+                _ => "timeout",
+            };
+            Some(PumaOutcome::new(
+                tree,
+                Kind::Hang,
+                Some(Signature::new(Kind::Hang, what)),
+                overrun.map_or_else(
+                    || format!("no exit within {:.0} s", setup.timeout.as_secs_f64()),
+                    |o| o.describe(setup.timeout),
+                ),
+            ))
+        }
         Status::MemoryLimit { rss_bytes, .. } => Some(PumaOutcome::new(
             tree,
             Kind::Hang,
@@ -306,8 +364,7 @@ pub fn check_outcome(tree: Tree, checked: Checked) -> PumaOutcome {
             (Kind::Unsupported, None, why.clone(), Some(why))
         }
         Verdict::Mismatch(m) => {
-            let root = m.root();
-            let sig = format!("{}/{}", root.op, root.extent());
+            let sig = m.root().op.clone();
             let value = |v: Option<i64>| v.map_or("nothing".to_string(), |v| v.to_string());
             (
                 Kind::Mismatch,

@@ -16,14 +16,36 @@
 
 use super::network::{Op, Output, PumaNetwork, Shape};
 
+/// Per value, whether a matrix operation computes it or one of its operands (transitively):
+/// the values the partitioner can place next to a matrix (`docs/puma.md`).
+fn fed_by_matrix(net: &PumaNetwork) -> Vec<bool> {
+    let mut fed = vec![false; net.values.len()];
+    for (i, op) in net.values.iter().enumerate() {
+        fed[i] = matches!(op, Op::Mvm { .. } | Op::Conv { .. })
+            || op
+                .operands()
+                .iter()
+                .any(|&o| fed.get(o).copied().unwrap_or(false));
+    }
+    fed
+}
+
+/// Whether an output of `net` is computed from inputs alone (no matrix operation feeds it):
+/// the partitioner places operations next to the matrices they are connected to, so it cannot
+/// place such an output, and the compile aborts (`docs/puma-findings.md`, "Virtual MVMU not
+/// assigned!"). A network property, read by the outcome of a compile that fails
+/// ([`super::outcome`]) to tell this cause from others that fail the same way.
+pub fn inputs_only_output(net: &PumaNetwork) -> bool {
+    let fed = fed_by_matrix(net);
+    net.outputs
+        .iter()
+        .any(|o| !fed.get(o.value()).copied().unwrap_or(true))
+}
+
 /// The probe of `net`, or `None` when no value can be added as an output.
 pub fn probe_network(net: &PumaNetwork) -> Option<PumaNetwork> {
     let shapes = net.check().ok()?;
-    let mut fed = vec![false; net.values.len()];
-    for (i, op) in net.values.iter().enumerate() {
-        fed[i] =
-            matches!(op, Op::Mvm { .. } | Op::Conv { .. }) || op.operands().iter().any(|&o| fed[o]);
-    }
+    let fed = fed_by_matrix(net);
     let taken: Vec<usize> = net.outputs.iter().map(Output::value).collect();
     let names: Vec<&str> = net
         .inputs
@@ -66,6 +88,43 @@ pub fn probe_network(net: &PumaNetwork) -> Option<PumaNetwork> {
 mod tests {
     use super::*;
     use crate::{network_from_seed, PumaNetConfig};
+
+    #[test]
+    fn an_output_computed_from_inputs_alone_is_told_from_one_a_matrix_feeds() {
+        use crate::network::{Input, Matrix};
+        let mut net = PumaNetwork {
+            model: "net".into(),
+            options: Default::default(),
+            inputs: vec![Input::Vector {
+                name: "x".into(),
+                length: 3,
+            }],
+            matrices: vec![Matrix::Dense {
+                name: "m".into(),
+                width: 3,
+                height: 3,
+            }],
+            values: vec![
+                Op::Input { input: 0 },
+                Op::Mvm { matrix: 0, x: 0 },
+                Op::Relu { x: 0 },
+                Op::Add { a: 1, b: 2 },
+            ],
+            outputs: vec![Output::Vector {
+                name: "y".into(),
+                length: 3,
+                value: 3,
+            }],
+        };
+        // `relu(x)` alone feeds nothing placeable, but the add joins it with the product.
+        assert!(!inputs_only_output(&net));
+        net.outputs.push(Output::Vector {
+            name: "z".into(),
+            length: 3,
+            value: 2,
+        });
+        assert!(inputs_only_output(&net));
+    }
 
     #[test]
     fn probes_add_an_output_for_every_fed_value_and_stay_valid() {

@@ -20,7 +20,7 @@ use super::files::PumaDetails;
 use super::network::{NetworkError, PumaNetwork};
 use super::outcome::PumaOutcome;
 use super::PumaNetConfig;
-use pimdiff_engine::finding::{FindingMeta, FINDING_JSON};
+use pimdiff_engine::finding::{FindingMeta, Signature, FINDING_JSON};
 
 /// The largest `network.json` read: names of 64 characters for the network's 4096 items
 /// of each kind fit many times over.
@@ -164,9 +164,12 @@ pub fn repro(
             return Err(ReproError::Inconsistent { file });
         }
     }
-    let run = ctx.run_tree(&case, &prepared, details.tree);
-    let reproduces =
-        run.outcome.signature.as_ref().map(|s| s.to_string()) == Some(meta.signature.clone());
+    // A mismatch signed by its cause reproduces when the cause's repair still makes the compile
+    // right (`CaseContext::showing`); any other signature when the run shows it again.
+    let (run, reproduces) = match meta.signature.parse::<Signature>() {
+        Ok(saved) => ctx.showing(&case, details.tree, &saved),
+        Err(_) => (ctx.run_tree(&case, &prepared, details.tree), false),
+    };
     Ok(Replayed {
         saved: meta.signature,
         tree: details.tree,

@@ -192,7 +192,7 @@ pub fn check_model_cpp(opts: &UserOptions) -> Result<UserReport, UserError> {
         reason: String::new(),
         dir: Some(run.dir.clone()),
     };
-    if let Some(outcome) = compile_outcome(&setup, &run) {
+    if let Some(outcome) = compile_outcome(&setup, &run, None) {
         let failed = FailedRun {
             source: &source,
             program: &program,

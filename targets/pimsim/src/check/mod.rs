@@ -210,7 +210,11 @@ fn failure_outcome(case: &Case, compiler: &CompilerUnderTest, failure: CompileFa
             }
         }
         CompileFailure::Failed { message } => Outcome::CompileError { message },
-        CompileFailure::TimedOut { limit } => outcome::timeout_outcome(Stage::Compile, limit),
+        CompileFailure::TimedOut { limit, overrun } => Outcome::Timeout {
+            stage: Stage::Compile.name().to_string(),
+            limit,
+            overrun,
+        },
         CompileFailure::Panicked { message, location } => Outcome::Crash {
             stage: Stage::Compile.name().to_string(),
             message,

@@ -57,8 +57,14 @@ pub enum Outcome {
     /// finding).
     Poisoned { reason: String },
     /// A stage of the check (`compile`, `run`, `oracle`) did not finish within `limit`: the
-    /// compiler under test (or the interpreter) hangs.
-    Timeout { stage: String, limit: Duration },
+    /// compiler under test (or the interpreter) hangs. `overrun` records the CPU and wall
+    /// time of an external compiler killed by its process limits (`None` for the watchdog's
+    /// wall-clock stage limit).
+    Timeout {
+        stage: String,
+        limit: Duration,
+        overrun: Option<pimdiff_engine::process::Overrun>,
+    },
     /// The interpreter panicked: a bug in pimdiff itself, reported as a finding of its own.
     InterpreterPanic { message: String },
     /// In-process code of the check panicked in `stage`: the in-repo compiler (`compile`), the
@@ -295,7 +301,15 @@ impl Outcome {
             Outcome::CompileError { message } => format!("compile error: {}", first_line(message)),
             Outcome::Unsupported { reason } => format!("unsupported: {}", first_line(reason)),
             Outcome::Poisoned { reason } => format!("poisoned: {}", first_line(reason)),
-            Outcome::Timeout { stage, limit } => format!(
+            Outcome::Timeout {
+                stage,
+                limit,
+                overrun: Some(o),
+            } => format!(
+                "timeout: the {stage} stage did not finish: {}",
+                o.describe(*limit)
+            ),
+            Outcome::Timeout { stage, limit, .. } => format!(
                 "timeout: the {stage} stage did not finish within {:.1} s",
                 limit.as_secs_f64()
             ),
@@ -339,5 +353,6 @@ pub fn timeout_outcome(stage: pimdiff_engine::hunt::watchdog::Stage, limit: Dura
     Outcome::Timeout {
         stage: stage.name().to_string(),
         limit,
+        overrun: None,
     }
 }

@@ -170,12 +170,14 @@ impl Default for RunConfig {
 }
 
 /// How long `stage` may run under `cfg`: the case timeout, plus the external compiler's own
-/// timeout for its stage (which kills the command first and reports the timeout itself).
+/// wall-clock backstop for its stage (its limit is CPU time; the process watch kills the
+/// command first and reports the timeout itself, with both times).
 pub fn stage_limit(cfg: &RunConfig, stage: Stage) -> Duration {
     match stage {
-        Stage::Compile if cfg.compiler.is_external() => {
-            cfg.case_timeout.saturating_add(cfg.external_timeout)
-        }
+        Stage::Compile if cfg.compiler.is_external() => cfg.case_timeout.saturating_add(
+            cfg.external_timeout
+                .saturating_mul(pimdiff_engine::process::WALL_BACKSTOP_FACTOR),
+        ),
         _ => cfg.case_timeout,
     }
 }

@@ -21,8 +21,11 @@
 //!   is a [`Claim`] the checker holds against the case.
 //! * Any other exit status, or death by a signal: `compile-error`, with the tail of standard
 //!   error.
-//! * Still running after the timeout: the whole process group is killed and the outcome is a
-//!   `timeout` finding (a hang of the compiler under test is a bug). Failing to create the
+//! * Still running after its time limit — `--compiler-timeout` of CPU time of its whole process
+//!   group, or ten times that of wall time for a command that blocks without using CPU
+//!   (`pimdiff_engine::process::Limits::cpu_time`) — the whole process group is killed and the
+//!   outcome is a `timeout` finding recording both times (a hang of the compiler under test is a
+//!   bug; a loaded machine is not one). Failing to create the
 //!   temporary directories or to start `sh` is `poisoned` (a failure of the set-up, not a
 //!   verdict).
 //!
@@ -71,12 +74,15 @@ pub fn compile_external(
     let run = invocation
         .args(["-c", &line])
         .in_harness_dir()
-        .limits(Limits::new(timeout))
+        .limits(Limits::cpu_time(timeout))
         .run()
         .map_err(|e| poisoned(format!("cannot run `sh -c {line}`: {e}")))?;
     let (stdout, stderr) = (&run.stdout.bytes, &run.stderr.bytes);
     match run.status {
-        Status::TimedOut => Err(CompileFailure::TimedOut { limit: timeout }),
+        Status::TimedOut { .. } => Err(CompileFailure::TimedOut {
+            limit: timeout,
+            overrun: run.status.overrun(),
+        }),
         Status::Exited { code: 0 } => read_bundle(case, &out_dir, ("the external compiler", false)),
         Status::Exited {
             code: UNSUPPORTED_EXIT_CODE,

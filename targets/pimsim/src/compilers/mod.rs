@@ -18,6 +18,8 @@ pub mod serve;
 
 use std::time::Duration;
 
+use pimdiff_engine::process::Overrun;
+
 use pimdiff_compiler::{CompileOptions, Lowering};
 use pimdiff_isa::bundle::Bundle;
 use pimdiff_oracle::Case;
@@ -115,9 +117,13 @@ pub enum CompileFailure {
     /// The compiler failed on a case it did not decline, panicked, or wrote a bundle that
     /// cannot be read: a finding.
     Failed { message: String },
-    /// An external compiler still ran after its time limit and was killed: a hang of the
-    /// compiler under test, a finding.
-    TimedOut { limit: Duration },
+    /// An external compiler still ran after its time limit (`limit` of CPU time, with a
+    /// wall-clock backstop) and was killed: a hang of the compiler under test, a finding.
+    /// `overrun` says which limit and records both times.
+    TimedOut {
+        limit: Duration,
+        overrun: Option<Overrun>,
+    },
     /// A compile server ([`serve`]) ended before answering (a signal, an exit, its memory
     /// limit): a crash of the compiler under test, with its status and standard error.
     Died { message: String },

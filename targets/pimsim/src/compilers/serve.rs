@@ -233,7 +233,7 @@ fn start(command: &str, timeout: Duration) -> Result<Slot, CompileFailure> {
         .limits(Limits {
             rss_bytes: Some(SERVER_RSS_LIMIT),
             output_bytes: STDERR_TAIL_BYTES,
-            ..Limits::new(timeout)
+            ..Limits::cpu_time(timeout)
         })
         .serve(ANSWER_LINE_LIMIT)
         .map_err(|e| {
@@ -381,7 +381,10 @@ fn ended(status: Status, stderr: &[u8], timeout: Duration) -> CompileFailure {
     let text = String::from_utf8_lossy(stderr);
     let last = text.lines().rev().map(str::trim).find(|l| !l.is_empty());
     match status {
-        Status::TimedOut => CompileFailure::TimedOut { limit: timeout },
+        Status::TimedOut { .. } => CompileFailure::TimedOut {
+            limit: timeout,
+            overrun: status.overrun(),
+        },
         Status::Cancelled => poisoned("the compile server was cancelled".into()),
         status => {
             let mut message = format!("the compile server died ({status})");

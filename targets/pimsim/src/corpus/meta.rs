@@ -12,8 +12,8 @@ use serde::{Deserialize, Serialize};
 use super::{io_err, CorpusError, EXPECT_JSON};
 use crate::check::n_version::LoweringChoice;
 use crate::check::RunConfig;
-use crate::compilers::CompilerUnderTest;
 use crate::compilers::record::ExternalCompiler;
+use crate::compilers::CompilerUnderTest;
 use crate::options::CaseOptions;
 use pimdiff_compiler::Lowering;
 use pimdiff_engine::finding::{

@@ -156,7 +156,18 @@ fn outcome_section(r: &mut String, case: &Case, result: &CaseResult) {
         Outcome::Poisoned { reason } => {
             let _ = writeln!(r, "## Tooling limit\n\n{reason}\n");
         }
-        Outcome::Timeout { stage, limit } => {
+        Outcome::Timeout {
+            stage,
+            limit,
+            overrun: Some(o),
+        } => {
+            let _ = writeln!(
+                r,
+                "## Timeout\n\nThe compiler of the {stage} stage was killed: {}.\n",
+                o.describe(*limit)
+            );
+        }
+        Outcome::Timeout { stage, limit, .. } => {
             let _ = writeln!(
                 r,
                 "## Timeout\n\nThe {stage} stage did not finish within {:.1} s: it hangs (or is far slower than any case should be).\n",
