@@ -7,6 +7,11 @@
 #
 #   scripts/build-cim-mlc.sh                # prints the tree's path on the last line of stdout
 #   scripts/build-cim-mlc.sh --with-fixes   # plus every candidate fix in scripts/cim-mlc-fixes/
+#   scripts/build-cim-mlc.sh --fix NAME[,NAME...]
+#                                           # plus just those fixes (NAME: a patch's file name,
+#                                           # with or without its number and .patch: 0003,
+#                                           # operator-larger-than-chip, 0003-operator-...),
+#                                           # in name order; its own key per set
 #   scripts/build-cim-mlc.sh --mutation PATCH
 #                                           # plus one source mutation (tests of the hunt's
 #                                           # detection; never a compiler to hunt); its own key
@@ -16,8 +21,10 @@
 # (PIMDIFF_SHARED defaults to ../shared beside the repository). Patches:
 # scripts/cim-mlc-patches/*.patch in name order (each starts with a comment saying why; none
 # may change what CIM-MLC computes; there are none so far: the driver reads everything it needs
-# from CIM-MLC's objects in memory), then with --with-fixes scripts/cim-mlc-fixes/*.patch, then
-# the --mutation patch.
+# from CIM-MLC's objects in memory), then with --with-fixes scripts/cim-mlc-fixes/*.patch (with
+# --fix the ones named), then the --mutation patch. Every fix applies on its own and after any
+# set of the others (docs/cim-mlc-findings.md says which finding each fixes; 0005's Reshape of
+# the network's input also needs 0002).
 #
 # The environment: ${PIMDIFF_CACHE:-$HOME/.cache/pimdiff}/cim-mlc/venv-<hash>, a venv of the
 # machine's Python 3.11 ($PYTHON, default python3) holding exactly
@@ -52,10 +59,19 @@ set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 with_fixes=0
+fix_names=()
 mutation=""
 while [ "$#" -gt 0 ]; do
     case "$1" in
         --with-fixes) with_fixes=1 ;;
+        --fix)
+            if [ -z "${2:-}" ]; then
+                echo "build-cim-mlc: --fix needs a list of fixes, e.g. --fix 0001,0003 (the patches in scripts/cim-mlc-fixes/)" >&2
+                exit 2
+            fi
+            IFS=, read -r -a more <<< "$2"
+            fix_names+=("${more[@]}")
+            shift ;;
         --mutation)
             mutation="${2:-}"
             shift
@@ -64,10 +80,37 @@ while [ "$#" -gt 0 ]; do
                 exit 2
             fi
             mutation="$(cd "$(dirname "$mutation")" && pwd)/$(basename "$mutation")" ;;
-        *) echo "build-cim-mlc: unknown argument: $1 (known: --with-fixes, --mutation PATCH)" >&2; exit 2 ;;
+        *) echo "build-cim-mlc: unknown argument: $1 (known: --with-fixes, --fix NAME[,NAME], --mutation PATCH)" >&2; exit 2 ;;
     esac
     shift
 done
+if [ "$with_fixes" = 1 ] && [ "${#fix_names[@]}" -gt 0 ]; then
+    echo "build-cim-mlc: --with-fixes takes every fix; --fix names some: give one of them" >&2
+    exit 2
+fi
+# Each --fix NAME names exactly one patch of scripts/cim-mlc-fixes/: its file name, with or
+# without the .patch suffix and the NNNN- prefix, or its number.
+fixes=()
+for name in "${fix_names[@]}"; do
+    name="${name%.patch}"
+    found=()
+    for p in "$root"/scripts/cim-mlc-fixes/*.patch; do
+        [ -e "$p" ] || continue
+        b="$(basename "$p" .patch)"
+        if [ -n "$name" ] && { [ "$b" = "$name" ] || [ "${b#*-}" = "$name" ] || [ "${b%%-*}" = "$name" ]; }; then
+            found+=("$p")
+        fi
+    done
+    if [ "${#found[@]}" -ne 1 ]; then
+        echo "build-cim-mlc: --fix '$name' names $( [ "${#found[@]}" = 0 ] && echo no || echo more than one ) patch of scripts/cim-mlc-fixes/; there are:" \
+            $(cd "$root/scripts/cim-mlc-fixes" && ls *.patch 2>/dev/null) >&2
+        exit 2
+    fi
+    case " ${fixes[*]} " in *" ${found[0]} "*) ;; *) fixes+=("${found[0]}") ;; esac
+done
+if [ "${#fixes[@]}" -gt 0 ]; then
+    mapfile -t fixes < <(printf '%s\n' "${fixes[@]}" | sort)
+fi
 shared="${PIMDIFF_SHARED:-$root/../shared}"
 src="${CIM_MLC_SRC:-$shared/external/cim-mlc-b81e62b-src.tar.gz}"
 if [ ! -f "$src" ]; then
@@ -112,6 +155,7 @@ if [ "$with_fixes" = 1 ]; then
         [ -e "$p" ] && patches+=("$p")
     done
 fi
+patches+=("${fixes[@]}")
 if [ -n "$mutation" ]; then
     patches+=("$mutation")
 fi
@@ -185,7 +229,7 @@ assert F.max_pool2d(torch.arange(16.0).reshape(1, 1, 4, 4), 2, 2, 0).flatten().t
 
 # -- the tree --
 key="$( { sha256sum "$src" | cut -d' ' -f1
-          echo "fixes=$with_fixes mutation=${mutation:+1} venv=$venv_key"
+          echo "fixes=$with_fixes fix=${#fixes[@]} mutation=${mutation:+1} venv=$venv_key"
           for p in "${patches[@]}"; do basename "$p"; sha256sum < "$p"; done
           for f in "${driver_files[@]}"; do basename "$f"; sha256sum < "$f"; done
           sha256sum < "$req"; sha256sum < "${BASH_SOURCE[0]}"; } | sha256sum | cut -c1-16)"
