@@ -160,6 +160,98 @@ class Console:
         return "".join(self.parts).splitlines()
 
 
+class Sites:
+    """CIM-MLC source lines, as `file:line (function)` relative to its src/, numbered."""
+
+    def __init__(self, src):
+        self.src = src + os.sep
+        self.names = []
+        self.index = {}
+
+    def caller(self, depth):
+        """The innermost frame in CIM-MLC's src/ at or above sys._getframe(depth + 1)."""
+        frame = sys._getframe(depth + 1)
+        while frame is not None:
+            path = os.path.realpath(frame.f_code.co_filename)
+            if path.startswith(self.src):
+                site = "%s:%d (%s)" % (os.path.relpath(path, self.src), frame.f_lineno,
+                                       frame.f_code.co_name)
+                if site not in self.index:
+                    self.index[site] = len(self.names)
+                    self.names.append(site)
+                return self.index[site]
+            frame = frame.f_back
+        return -1
+
+
+class SiteTemplate(str):
+    """One of CIM-MLC's meta-operator templates (codegen/*CodeTem.py, `ConvTmpl = "CIM.read_core-conv
+    - {ifmsize} ..."`), whose format() also notes which CIM-MLC line made each line of text. The
+    code generators collect formatted instructions and print them all from one loop
+    (generate_output_instructions), so the print site says nothing; the format site is the line
+    that decided the operands. The text returned is the plain str str.format returns."""
+
+    def format(self, *args, **kwargs):
+        text = str.format(str(self), *args, **kwargs)
+        made = SiteTemplate.made
+        if made is not None:
+            site = SiteTemplate.sites.caller(1)
+            for line in text.splitlines():
+                if line.strip():
+                    made[line.strip()] = site
+        return text
+
+    made = None
+    sites = None
+
+
+class OriginFile:
+    """A flow file main.main opened, as CIM-MLC wrote it, plus where each of its lines came from:
+    the CIM-MLC line that formatted its meta-operator (SiteTemplate), else the line whose print()
+    began it. Why: a fault or a wrong value is found at a meta-operator of a flow, but the bug is
+    in the code generator line that made it; naming that line points a finding into CIM-MLC's
+    source, and lets findings of one line merge whatever the network (origins.json, README.md)."""
+
+    def __init__(self, real, sites, made):
+        self.real = real
+        self.sites = sites
+        self.made = made
+        self.lines = []      # per completed line: an index into sites.names (-1: unknown)
+        self.text = []       # the line being written
+        self.printed = None  # the print site of the line being written, once it has begun
+
+    def write(self, text):
+        if text:
+            for part in text.splitlines(keepends=True):
+                if self.printed is None:
+                    self.printed = self.sites.caller(1)
+                self.text.append(part)
+                if part.endswith("\n"):
+                    self._end_line()
+        return self.real.write(text)
+
+    def _end_line(self):
+        line = "".join(self.text).strip()
+        self.lines.append(self.made.get(line, self.printed))
+        self.text = []
+        self.printed = None
+
+    def origins(self):
+        if self.text:
+            self._end_line()
+        return {"sites": self.sites.names, "lines": self.lines}
+
+    def __getattr__(self, name):
+        return getattr(self.real, name)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.real.close()
+        return False
+
+
 class CimMlc:
     """CIM-MLC's main.py, imported once from a tree's src/, run case after case."""
 
@@ -197,6 +289,8 @@ class CimMlc:
 
         self.record = {}
         self._install_recorders()
+        self.origin_files = {}
+        self._install_flow_origins()
         self.pins = self._pin_threads()
         self.requests = 0
         self.last = {}
@@ -223,6 +317,35 @@ class CimMlc:
 
         main.initialize = initialize
         main.get_layer_output = get_layer_output
+
+    def _install_flow_origins(self):
+        """Where each flow line comes from (OriginFile, SiteTemplate): main.py opens its flow
+        files with the builtin open (main.py:71, :82, :90), so an open of its own in main's
+        namespace hands back the real file wrapped (every other file is opened unchanged); and
+        each code generator's templates, imported into its module by `from .XCodeTem import *`,
+        are rebound there to SiteTemplates. Nothing CIM-MLC computes or writes changes."""
+        import cim_layout
+        flow_names = {name for _, name in cim_layout.FLOW_FILES}
+        self.sites = Sites(self.src)
+        self.made = {}
+        SiteTemplate.sites = self.sites
+        SiteTemplate.made = self.made
+        for name in ("codegen.CoreWise", "codegen.CrossbarWise", "codegen.WordlineWise"):
+            module = sys.modules.get(name)
+            for attr, value in list(vars(module).items() if module else []):
+                if attr.endswith("Tmpl") and type(value) is str:
+                    setattr(module, attr, SiteTemplate(value))
+        real_open = open
+
+        def flow_open(file, mode="r", *args, **kwargs):
+            f = real_open(file, mode, *args, **kwargs)
+            name = os.path.basename(str(file))
+            if name in flow_names and "w" in mode:
+                f = OriginFile(f, self.sites, self.made)
+                self.origin_files[name] = f
+            return f
+
+        self.main.open = flow_open
 
     def _recorder(self, name, cls):
         """A stand-in for class CLS in main's namespace: makes the object as main.main asks and
@@ -345,6 +468,8 @@ class CimMlc:
         numpy.random.seed(case["seed"])
         torch.manual_seed(case["seed"])
         self.record.clear()
+        self.origin_files.clear()
+        self.made.clear()
         console = Console(sys.stderr)
         saved = sys.stdout
         self.arch.clear()
@@ -360,6 +485,12 @@ class CimMlc:
             if current not in (console, saved, sys.__stdout__) and hasattr(current, "close"):
                 current.close()  # a flow file main.main had open when it failed
             sys.stdout = saved
+            # main.py leaves its flow files to the garbage collector (main.py:97 rebinds
+            # sys.stdout without closing them); the OriginFiles keep them alive, so close them
+            # here, where CPython would have.
+            for f in self.origin_files.values():
+                if not f.real.closed:
+                    f.real.close()
             self.arch.clear()
             self.arch.update(copy.deepcopy(self.arch_default))
         compile_seconds = time.perf_counter() - started
@@ -379,6 +510,11 @@ class CimMlc:
                               "import": round(self.import_seconds, 4)}
             with open(os.path.join(out_dir, "layout.json"), "w") as f:
                 json.dump(doc, f, separators=(",", ":"))
+                f.write("\n")
+            origins = {"format": 1, "flows": {name: f.origins()
+                                              for name, f in sorted(self.origin_files.items())}}
+            with open(os.path.join(out_dir, "origins.json"), "w") as f:
+                json.dump(origins, f, separators=(",", ":"))
                 f.write("\n")
         except Exception as e:  # noqa: BLE001
             raise DriverError("layout.json: %s: %s" % (type(e).__name__, e)) from e

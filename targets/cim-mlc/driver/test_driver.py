@@ -117,6 +117,20 @@ class DriverTest(unittest.TestCase):
                 for name in FLOWS[levels:]:
                     self.assertFalse(os.path.exists(os.path.join(out, name)), name)
                     self.assertFalse(os.path.exists(os.path.join(ref, name)), name)
+                # origins.json: one site per flow line; meta-operators made by a template name
+                # the code generator line that formatted them, not the printing loop.
+                with open(os.path.join(out, "origins.json")) as f:
+                    origins = json.load(f)
+                self.assertEqual(origins["format"], 1)
+                for name in FLOWS[:levels]:
+                    table = origins["flows"][name]
+                    text = read(os.path.join(out, name)).decode().splitlines()
+                    self.assertEqual(len(table["lines"]), len(text), name)
+                    for line, site in zip(text, table["lines"]):
+                        if line.strip().startswith(("CIM.read", "Mov", "load")):
+                            self.assertGreaterEqual(site, 0, line)
+                            self.assertNotIn("generate_output_instructions", table["sites"][site], line)
+                            self.assertRegex(table["sites"][site], r"^codegen/\w+\.py:\d+ \(\w+\)$")
 
     def test_layout_is_read_from_cim_mlc_s_objects(self):
         case = write_case(os.path.join(self.tmp, "case"))

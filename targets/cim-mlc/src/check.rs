@@ -2,12 +2,14 @@
 //! (`pimdiff-cim-mlc`, `docs/cim-mlc-isa.md`) with the case's input and weights placed where
 //! CIM-MLC's `layout.json` says, every network output compared exactly with the reference, and
 //! the first node whose value is wrong and the meta-operator that wrote it found by the
-//! machine's localizer. Granularities that fail the same way are one finding.
+//! machine's localizer. The first granularity that fails is the finding (the others are named
+//! in it), signed by the CIM-MLC source line that printed the culprit meta-operator when the
+//! driver recorded it ([`crate::origins`]): one defect of the code generator is one finding.
 //!
 //! Two faults are systematic in CIM-MLC's lower levels (every wordline-level convolution
 //! loads all its windows before the first activation; a crossbar-level `Gemm` names one
 //! crossbar too many): a level that stops at one of them runs again past them, so that what
-//! else is wrong there is a finding of its own (`… (looking past input-overrun, …)`).
+//! else is wrong there is a finding of its own instead of hiding behind them.
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -19,13 +21,14 @@ use pimdiff_cim_mlc::{
 };
 use serde::{Deserialize, Serialize};
 
-use pimdiff_engine::finding::Kind;
+use pimdiff_engine::finding::{Kind, Signature};
 
 use crate::arch::Level;
 use crate::case::{CimCase, Files};
 use crate::data::{bias_name, weight_name, INPUT};
 use crate::driver::Output;
 use crate::network::Op;
+use crate::origins::Origins;
 use crate::outcome::Outcome;
 use crate::reference::reference;
 
@@ -41,6 +44,32 @@ pub struct MetaOp {
     /// The ONNX node it belongs to, when known.
     #[serde(default)]
     pub node: Option<usize>,
+    /// The CIM-MLC source line that printed it (`file:line (function)`, [`crate::origins`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub origin: Option<String>,
+}
+
+impl MetaOp {
+    /// `made at codegen/CoreWise.py:96 (process_conv_node_cm)`, or `None` without an origin:
+    /// the localized cause of a finding at this meta-operator (see [`is_localized`]). The
+    /// meta-operator's name is left out: one line makes `Add` and `Mul` alike.
+    fn cause(&self) -> Option<String> {
+        self.origin.as_ref().map(|o| format!("{MADE_AT} {o}"))
+    }
+}
+
+/// How a signature names the CIM-MLC line that made a meta-operator.
+const MADE_AT: &str = "made at";
+
+/// Whether a CIM-MLC signature names the code generator line behind its meta-operator (a
+/// fault or a first wrong value at a meta-operator whose origin is known): such findings merge
+/// by that line, whatever their outcome kind.
+pub fn is_localized(signature: &Signature) -> bool {
+    matches!(signature.kind, Kind::Fault | Kind::Mismatch)
+        && signature
+            .detail
+            .strip_prefix(MADE_AT)
+            .is_some_and(|site| site.contains(".py:"))
 }
 
 /// A wrong element.
@@ -147,10 +176,11 @@ pub fn check(case: &CimCase, files: &Files, out: &Output) -> Check {
             Some((node_name(i, &n.op), t))
         })
         .collect();
+    let origins = Origins::parse(&out.origins).unwrap_or_default();
     let mut levels = Vec::new();
     let mut lenient: Option<Result<Chip<'_>, String>> = None;
     for &level in out.flows.keys() {
-        let strict = run_level(case, &reference, &references, &chip, level);
+        let strict = run_level(case, &reference, &references, &chip, &origins, level);
         // A fault the hardware model stops on, but a systematic one (one of CIM-MLC's, at every
         // such layer): the level runs again past it, so that what else is wrong there shows
         // as a finding of its own instead of hiding behind it.
@@ -165,7 +195,7 @@ pub fn check(case: &CimCase, files: &Files, out: &Output) -> Check {
             let lenient =
                 lenient.get_or_insert_with(|| setup(case, files, &layout, &flows, LENIENT));
             if let Ok(chip) = lenient {
-                let mut again = run_level(case, &reference, &references, chip, level);
+                let mut again = run_level(case, &reference, &references, chip, &origins, level);
                 again.past = LOOKED_PAST.iter().map(|s| s.to_string()).collect();
                 if !matches!(again.verdict, Verdict::Fault { kind: ref k, .. } if *k == kind) {
                     levels.push(again);
@@ -267,6 +297,7 @@ fn run_level(
     reference: &[ndarray::ArrayD<i64>],
     references: &[(String, Tensor)],
     chip: &Chip<'_>,
+    origins: &Origins,
     level: Level,
 ) -> LevelCheck {
     let ml = machine_level(level);
@@ -295,6 +326,7 @@ fn run_level(
                 .map_or(String::new(), |op| op.name().to_string()),
             text: found.map_or(String::new(), |l| l.text.clone()),
             node,
+            origin: origins.site(level, line as usize).map(str::to_string),
         }
     };
     let (verdict, executed) = match outcome {
@@ -397,106 +429,142 @@ fn unravel(mut flat: usize, shape: &[usize]) -> Vec<usize> {
 }
 
 /// A fault kind's stable name (`read-never-written`).
+/// A failing level's outcome kind, signature detail and description.
+fn level_failure(l: &LevelCheck) -> (Kind, String, String) {
+    let level = l.level.name();
+    let past = if l.past.is_empty() {
+        String::new()
+    } else {
+        format!(" (looking past {})", l.past.join(", "))
+    };
+    match &l.verdict {
+        Verdict::Fault { kind, at, detail } => (
+            Kind::Fault,
+            at.cause()
+                .unwrap_or_else(|| format!("{level}: {kind} in {}", at.name)),
+            format!(
+                "{level} flow{past}, line {} `{}`{}: {detail}",
+                at.line,
+                at.text.trim(),
+                printed_by(at)
+            ),
+        ),
+        Verdict::Wrong {
+            output,
+            differing,
+            total,
+            first,
+            node,
+            op,
+            by,
+        } => {
+            let sig = match (op, by) {
+                (_, Some(by)) if by.origin.is_some() => by.cause().unwrap_or_default(),
+                (Some(op), Some(by)) => format!("{level}: first wrong at {op} by {}", by.name),
+                (Some(op), None) => format!("{level}: first wrong at {op}"),
+                _ => format!("{level}: wrong output"),
+            };
+            let at = match (node, by) {
+                (Some(n), Some(by)) => format!(
+                    "; first wrong node n{n}{}, written by line {} `{}`{}",
+                    op.as_ref().map(|o| format!(" ({o})")).unwrap_or_default(),
+                    by.line,
+                    by.text.trim(),
+                    printed_by(by)
+                ),
+                (Some(n), None) => format!("; first wrong node n{n}"),
+                _ => String::new(),
+            };
+            (
+                Kind::Mismatch,
+                sig,
+                format!(
+                    "{level} flow{past}: output {output}: {differing} of {total} elements differ (at {:?}: {} instead of {}){at}",
+                    first.index,
+                    first.got.map_or("nothing written".to_string(), |g| g.to_string()),
+                    first.want
+                ),
+            )
+        }
+        Verdict::Exact | Verdict::Unjudged { .. } => (Kind::Pass, String::new(), String::new()),
+    }
+}
+
+/// ` (printed by codegen/CoreWise.py:96 (…))`, or nothing without an origin.
+fn printed_by(op: &MetaOp) -> String {
+    op.origin
+        .as_ref()
+        .map(|o| format!(" (printed by {o})"))
+        .unwrap_or_default()
+}
+
 fn fault_name(kind: &pimdiff_cim_mlc::FaultKind) -> String {
     kind.name().to_string()
 }
 
 impl Check {
-    /// The outcomes the check shows: a finding per group of granularities that fail the same
-    /// way, or a pass, or no verdict.
+    /// The outcomes the check shows. The first granularity that fails (core, crossbar,
+    /// wordline: the lower ones are lowered from the same mapping, so they mostly fail with it)
+    /// is the finding, the others are named in its detail; a level that stopped at a fault
+    /// looked past ([`LOOKED_PAST`]) and fails again beyond it adds that second failure. A
+    /// failure at a meta-operator whose printing line is known is signed by that line
+    /// (`fault: made at codegen/CoreWise.py:97 (process_conv_node_cm)`), so one defect of the code generator is
+    /// one finding whatever network, level combination or outcome kind shows it.
     pub fn outcomes(&self, case: &CimCase) -> Vec<Outcome> {
         let _ = case;
-        let mut out: Vec<Outcome> = Vec::new();
-        let mut groups: Vec<(String, Kind, Vec<String>, String)> = Vec::new();
-        for l in &self.levels {
-            let label = if l.past.is_empty() {
-                l.level.name().to_string()
-            } else {
-                format!("{} (looking past {})", l.level.name(), l.past.join(", "))
-            };
-            let (kind, key, detail) = match &l.verdict {
-                Verdict::Exact | Verdict::Unjudged { .. } => continue,
-                Verdict::Fault { kind, at, detail } => (
-                    Kind::Fault,
-                    format!("{kind} in {}", at.name),
-                    format!(
-                        "{} flow, line {} `{}`: {detail}",
-                        l.level.name(),
-                        at.line,
-                        at.text.trim()
-                    ),
-                ),
-                Verdict::Wrong {
-                    output,
-                    differing,
-                    total,
-                    first,
-                    node,
-                    op,
-                    by,
-                } => {
-                    let key = match (op, by) {
-                        (Some(op), Some(by)) => format!("first wrong at {op} by {}", by.name),
-                        (Some(op), None) => format!("first wrong at {op}"),
-                        _ => "wrong output".to_string(),
-                    };
-                    let at = match (node, by) {
-                        (Some(n), Some(by)) => format!(
-                            "; first wrong node n{n}, written by line {} `{}`",
-                            by.line,
-                            by.text.trim()
-                        ),
-                        (Some(n), None) => format!("; first wrong node n{n}"),
-                        _ => String::new(),
-                    };
-                    (
-                        Kind::Mismatch,
-                        key,
-                        format!(
-                            "{} flow: output {output}: {differing} of {total} elements differ (at {:?}: {} instead of {}){at}",
-                            l.level.name(),
-                            first.index,
-                            first.got.map_or("nothing written".to_string(), |g| g.to_string()),
-                            first.want
-                        ),
-                    )
-                }
-            };
-            match groups.iter_mut().find(|g| g.0 == key && g.1 == kind) {
-                Some(g) => {
-                    g.2.push(label);
-                    g.3.push_str("; ");
-                    g.3.push_str(&detail);
-                }
-                None => groups.push((key, kind, vec![label], detail)),
+        let failing: Vec<&LevelCheck> = self
+            .levels
+            .iter()
+            .filter(|l| matches!(l.verdict, Verdict::Fault { .. } | Verdict::Wrong { .. }))
+            .collect();
+        let Some(first) = failing.iter().find(|l| l.past.is_empty()).copied() else {
+            return vec![self.no_finding()];
+        };
+        let others: Vec<String> = failing
+            .iter()
+            .filter(|l| l.level != first.level)
+            .map(|l| level_failure(l).2)
+            .collect();
+        let (kind, sig, mut detail) = level_failure(first);
+        if !others.is_empty() {
+            let _ = write!(detail, "; also wrong: {}", others.join("; "));
+        }
+        let mut out = vec![Outcome::finding(kind, sig, detail)];
+        if let Some(beyond) = failing
+            .iter()
+            .find(|l| l.level == first.level && !l.past.is_empty())
+        {
+            let (kind, sig, detail) = level_failure(beyond);
+            if out[0]
+                .signature
+                .as_ref()
+                .map(|s| (s.kind, s.detail.as_str()))
+                != Some((kind, sig.as_str()))
+            {
+                out.push(Outcome::finding(kind, sig, detail));
             }
         }
-        for (key, kind, labels, detail) in groups {
-            out.push(Outcome::finding(
-                kind,
-                format!("{}: {key}", labels.join("+")),
-                detail,
-            ));
-        }
-        if out.is_empty() {
-            let unjudged: Vec<String> = self
-                .levels
-                .iter()
-                .filter_map(|l| match &l.verdict {
-                    Verdict::Unjudged { why } => Some(format!("{}: {why}", l.level.name())),
-                    _ => None,
-                })
-                .collect();
-            out.push(if unjudged.is_empty() {
-                Outcome::of_kind(
-                    Kind::Pass,
-                    "every granularity computes the network exactly".into(),
-                )
-            } else {
-                Outcome::of_kind(Kind::Poisoned, unjudged.join("; "))
-            });
-        }
         out
+    }
+
+    /// A pass when every level is exact, else no verdict with the reasons.
+    fn no_finding(&self) -> Outcome {
+        let unjudged: Vec<String> = self
+            .levels
+            .iter()
+            .filter_map(|l| match &l.verdict {
+                Verdict::Unjudged { why } => Some(format!("{}: {why}", l.level.name())),
+                _ => None,
+            })
+            .collect();
+        if unjudged.is_empty() {
+            Outcome::of_kind(
+                Kind::Pass,
+                "every granularity computes the network exactly".into(),
+            )
+        } else {
+            Outcome::of_kind(Kind::Poisoned, unjudged.join("; "))
+        }
     }
 
     /// The check's part of `report.md`.
@@ -520,14 +588,20 @@ impl Check {
                     node.map(|n| format!(", first at node n{n}"))
                         .unwrap_or_default(),
                     by.as_ref()
-                        .map(|b| format!(", written by line {} `{}`", b.line, b.text.trim()))
+                        .map(|b| format!(
+                            ", written by line {} `{}`{}",
+                            b.line,
+                            b.text.trim(),
+                            printed_by(b)
+                        ))
                         .unwrap_or_default()
                 ),
                 Verdict::Fault { kind, at, detail } => {
                     format!(
-                        "fault `{kind}` at line {} `{}`: {detail}",
+                        "fault `{kind}` at line {} `{}`{}: {detail}",
                         at.line,
-                        at.text.trim()
+                        at.text.trim(),
+                        printed_by(at)
                     )
                 }
                 Verdict::Unjudged { why } => format!("not judged: {why}"),
@@ -541,5 +615,190 @@ impl Check {
         }
         r.push('\n');
         r
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::generate::{network_from_seed, setting_from_seed, NetConfig};
+
+    fn op(line: usize, name: &str, origin: Option<&str>) -> MetaOp {
+        MetaOp {
+            line,
+            name: name.into(),
+            text: format!("{name} - 0 - 4 - 8"),
+            node: Some(0),
+            origin: origin.map(str::to_string),
+        }
+    }
+
+    fn level(level: Level, past: &[&str], verdict: Verdict) -> LevelCheck {
+        LevelCheck {
+            level,
+            past: past.iter().map(|s| s.to_string()).collect(),
+            verdict,
+            executed: 3,
+        }
+    }
+
+    fn fault(at: MetaOp) -> Verdict {
+        Verdict::Fault {
+            kind: "read-never-written".into(),
+            at,
+            detail: "reads 4 never-written elements".into(),
+        }
+    }
+
+    fn wrong(by: Option<MetaOp>) -> Verdict {
+        Verdict::Wrong {
+            output: 0,
+            differing: 2,
+            total: 8,
+            first: WrongValue {
+                index: vec![0, 1],
+                got: Some(3),
+                want: 5,
+            },
+            node: Some(0),
+            op: Some("conv".into()),
+            by,
+        }
+    }
+
+    fn case() -> CimCase {
+        let cfg = NetConfig::default();
+        CimCase {
+            network: network_from_seed(&cfg, 1),
+            setting: setting_from_seed(&cfg, 1),
+            seed: 1,
+        }
+    }
+
+    const SITE: &str = "codegen/CoreWise.py:97 (process_conv_node_cm)";
+
+    #[test]
+    fn the_first_failing_level_is_the_finding_signed_by_the_line_that_made_its_culprit() {
+        let check = Check {
+            levels: vec![
+                level(Level::Core, &[], Verdict::Exact),
+                level(Level::Crossbar, &[], fault(op(7, "Mov", Some(SITE)))),
+                level(Level::Wordline, &[], wrong(Some(op(3, "load", None)))),
+            ],
+        };
+        let out = check.outcomes(&case());
+        assert_eq!(out.len(), 1);
+        let sig = out[0].signature.clone().unwrap();
+        assert_eq!(sig.to_string(), format!("fault: made at {SITE}"));
+        assert!(is_localized(&sig));
+        assert_eq!(
+            out[0].detail,
+            format!(
+                "crossbar flow, line 7 `Mov - 0 - 4 - 8` (printed by {SITE}): reads 4 never-written \
+                 elements; also wrong: wordline flow: output 0: 2 of 8 elements differ (at [0, 1]: \
+                 3 instead of 5); first wrong node n0 (conv), written by line 3 `load - 0 - 4 - 8`"
+            )
+        );
+    }
+
+    #[test]
+    fn a_wrong_value_and_a_fault_made_at_one_line_are_one_cause() {
+        let a = Check {
+            levels: vec![level(
+                Level::Core,
+                &[],
+                wrong(Some(op(2, "Mov", Some(SITE)))),
+            )],
+        }
+        .outcomes(&case());
+        let b = Check {
+            levels: vec![level(Level::Core, &[], fault(op(9, "Mov", Some(SITE))))],
+        }
+        .outcomes(&case());
+        let (a, b) = (
+            a[0].signature.clone().unwrap(),
+            b[0].signature.clone().unwrap(),
+        );
+        assert_eq!((a.kind, b.kind), (Kind::Mismatch, Kind::Fault));
+        assert_eq!(a.detail, b.detail);
+        assert!(is_localized(&a) && is_localized(&b));
+    }
+
+    #[test]
+    fn without_an_origin_a_failure_is_signed_by_level_and_meta_operator() {
+        let out = Check {
+            levels: vec![level(Level::Wordline, &[], fault(op(4, "load", None)))],
+        }
+        .outcomes(&case());
+        let sig = out[0].signature.clone().unwrap();
+        assert_eq!(
+            sig.to_string(),
+            "fault: wordline: read-never-written in load"
+        );
+        assert!(!is_localized(&sig));
+        let crash = Signature::new(Kind::Crash, "made at codegen/X.py:1 (f)");
+        assert!(!is_localized(&crash));
+    }
+
+    #[test]
+    fn a_level_that_fails_again_past_a_systematic_fault_adds_that_failure() {
+        let overrun = Verdict::Fault {
+            kind: "input-overrun".into(),
+            at: op(
+                5,
+                "load",
+                Some("codegen/WordlineWise.py:516 (process_conv_node_wlm)"),
+            ),
+            detail: "a second load before an activation".into(),
+        };
+        let out = Check {
+            levels: vec![
+                level(Level::Wordline, &[], overrun),
+                level(
+                    Level::Wordline,
+                    &["input-overrun", "crossbar-count"],
+                    wrong(Some(op(8, "CIM.read_wl", Some(SITE)))),
+                ),
+            ],
+        }
+        .outcomes(&case());
+        let sigs: Vec<String> = out
+            .iter()
+            .map(|o| o.signature.clone().unwrap().to_string())
+            .collect();
+        assert_eq!(
+            sigs,
+            [
+                "fault: made at codegen/WordlineWise.py:516 (process_conv_node_wlm)".to_string(),
+                format!("mismatch: made at {SITE}")
+            ]
+        );
+        assert!(out[1]
+            .detail
+            .starts_with("wordline flow (looking past input-overrun, crossbar-count): output 0"));
+    }
+
+    #[test]
+    fn exact_levels_pass_and_unjudged_ones_are_no_verdict() {
+        let pass = Check {
+            levels: vec![level(Level::Core, &[], Verdict::Exact)],
+        }
+        .outcomes(&case());
+        assert_eq!(pass[0].kind, Kind::Pass);
+        let none = Check {
+            levels: vec![
+                level(Level::Core, &[], Verdict::Exact),
+                level(
+                    Level::Crossbar,
+                    &[],
+                    Verdict::Unjudged {
+                        why: "no model of pad".into(),
+                    },
+                ),
+            ],
+        }
+        .outcomes(&case());
+        assert_eq!(none[0].kind, Kind::Poisoned);
+        assert_eq!(none[0].detail, "crossbar: no model of pad");
     }
 }

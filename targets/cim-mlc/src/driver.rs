@@ -150,6 +150,9 @@ pub struct Output {
     pub flows: BTreeMap<Level, String>,
     /// `layout.json`'s text.
     pub layout: String,
+    /// `origins.json`'s text: the CIM-MLC source line behind each flow line
+    /// ([`crate::origins`]); empty when the driver wrote none.
+    pub origins: String,
 }
 
 /// What one compile came to.
@@ -393,7 +396,7 @@ fn read_answer(
     (result, pinned)
 }
 
-/// The flow files present and `layout.json`, from `out`.
+/// The flow files present, `layout.json` and `origins.json` (when written), from `out`.
 fn read_output(out: &Path) -> Result<Output, String> {
     let text = |name: &str| -> Result<String, String> {
         let bytes = pimdiff_input::read_maybe_empty(&out.join(name), OUTPUT_LIMIT)
@@ -406,8 +409,14 @@ fn read_output(out: &Path) -> Result<Output, String> {
             flows.insert(level, text(level.file())?);
         }
     }
+    let origins = if out.join("origins.json").is_file() {
+        text("origins.json")?
+    } else {
+        String::new()
+    };
     Ok(Output {
         flows,
         layout: text("layout.json")?,
+        origins,
     })
 }

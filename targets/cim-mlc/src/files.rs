@@ -4,7 +4,7 @@
 //! - `model.onnx`, `arch.py`, `case.json`: exactly what CIM-MLC read (the driver's case);
 //! - `case-description.json`: the network, the setting and the seed as pimdiff describes them
 //!   (what `pimdiff repro` rebuilds the reference from);
-//! - `flows/`: the meta-operator flows and `layout.json` CIM-MLC wrote, when it wrote them;
+//! - `flows/`: the meta-operator flows, `layout.json` and `origins.json` CIM-MLC wrote, when it wrote them;
 //! - `check.json`: every granularity's verdict on the machine (the first wrong meta-operator
 //!   and its line, or the fault), when the network compiled;
 //! - `report.md`: what went wrong where, the network, and two ways to reproduce it: `pimdiff
@@ -82,6 +82,9 @@ pub fn write_files(
             write_new(&flows.join(level.file()), text.as_bytes())?;
         }
         write_new(&flows.join("layout.json"), out.layout.as_bytes())?;
+        if !out.origins.is_empty() {
+            write_new(&flows.join("origins.json"), out.origins.as_bytes())?;
+        }
     }
     if let Some(check) = &run.check {
         write_new(&dir.join("check.json"), to_json_text(check).as_bytes())?;

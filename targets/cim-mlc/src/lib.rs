@@ -24,6 +24,7 @@ pub mod files;
 pub mod generate;
 pub mod network;
 pub mod onnx;
+pub mod origins;
 pub mod outcome;
 pub mod reductions;
 pub mod reference;
@@ -31,11 +32,13 @@ pub mod repro;
 pub mod tree;
 
 use std::path::Path;
+use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use pimdiff_engine::finding::{FindingMeta, Kind, Signature};
+use pimdiff_engine::hunt::grouping::Cause;
 use pimdiff_engine::hunt::watchdog::{Stage, StageClock};
-use pimdiff_engine::hunt::{Observation, Target};
+use pimdiff_engine::hunt::{Budget, Observation, Target};
 
 use self::case::{CaseContext, CaseRun, CimCase};
 use self::files::Evidence;
@@ -100,6 +103,23 @@ impl Target for CimMlcTarget {
     /// machine its step budget: no watchdog thread.
     fn stage_limit(&self, _stage: Stage) -> Option<Duration> {
         None
+    }
+
+    /// A fault or wrong value at a meta-operator whose printing line is known is localized to
+    /// that line of CIM-MLC's code generator: buckets of one line merge, whatever the outcome
+    /// kind ([`check::is_localized`]). Crashes are signed by their exception's site already.
+    fn cause(
+        &self,
+        _case: &CimCase,
+        signature: &Signature,
+        _budget: &Budget,
+        _cancel: &AtomicBool,
+    ) -> Cause {
+        Cause {
+            signature: signature.clone(),
+            localized: check::is_localized(signature),
+            also: Vec::new(),
+        }
     }
 
     fn passes(&self) -> usize {
