@@ -118,8 +118,8 @@ impl CaseContext {
         let compile = self.compile(&files);
         let (check, outcomes) = match (&compile.result, compile_outcome(&compile.result)) {
             (Compile::Compiled(out), _) => {
-                let check = crate::check::check(case, &files, out);
-                let outcomes = check.outcomes(case);
+                let check = crate::check::check(&case.network, &files.data, out);
+                let outcomes = check.outcomes();
                 (Some(check), outcomes)
             }
             (_, Some(o)) => (None, vec![o]),

@@ -24,10 +24,10 @@ use serde::{Deserialize, Serialize};
 use pimdiff_engine::finding::{Kind, Signature};
 
 use crate::arch::Level;
-use crate::case::{CimCase, Files};
+use crate::data::NetData;
 use crate::data::{bias_name, weight_name, INPUT};
 use crate::driver::Output;
-use crate::network::Op;
+use crate::network::{Network, Op};
 use crate::origins::Origins;
 use crate::outcome::Outcome;
 use crate::reference::reference;
@@ -131,7 +131,7 @@ pub struct Check {
 }
 
 /// Runs every flow of `out` (see the module docs).
-pub fn check(case: &CimCase, files: &Files, out: &Output) -> Check {
+pub fn check(network: &Network, data: &NetData, out: &Output) -> Check {
     let unjudged = |why: String| Check {
         levels: out
             .flows
@@ -144,7 +144,7 @@ pub fn check(case: &CimCase, files: &Files, out: &Output) -> Check {
             })
             .collect(),
     };
-    let reference = match reference(&case.network, &files.data) {
+    let reference = match reference(network, data) {
         Ok(r) => r,
         Err(e) => return unjudged(format!("no reference: {e}")),
     };
@@ -161,12 +161,11 @@ pub fn check(case: &CimCase, files: &Files, out: &Output) -> Check {
         Ok(f) => f,
         Err(e) => return unjudged(format!("a flow cannot be read: {e}")),
     };
-    let chip = match setup(case, files, &layout, &flows, MachineOptions::default()) {
+    let chip = match setup(network, data, &layout, &flows, MachineOptions::default()) {
         Ok(c) => c,
         Err(e) => return unjudged(format!("the machine cannot set the chip up: {e}")),
     };
-    let references: Vec<(String, Tensor)> = case
-        .network
+    let references: Vec<(String, Tensor)> = network
         .nodes
         .iter()
         .enumerate()
@@ -180,7 +179,7 @@ pub fn check(case: &CimCase, files: &Files, out: &Output) -> Check {
     let mut levels = Vec::new();
     let mut lenient: Option<Result<Chip<'_>, String>> = None;
     for &level in out.flows.keys() {
-        let strict = run_level(case, &reference, &references, &chip, &origins, level);
+        let strict = run_level(network, &reference, &references, &chip, &origins, level);
         // A fault the hardware model stops on, but a systematic one (one of CIM-MLC's, at every
         // such layer): the level runs again past it, so that what else is wrong there shows
         // as a finding of its own instead of hiding behind it.
@@ -193,9 +192,9 @@ pub fn check(case: &CimCase, files: &Files, out: &Output) -> Check {
         levels.push(strict);
         if let Some(kind) = stopped_at {
             let lenient =
-                lenient.get_or_insert_with(|| setup(case, files, &layout, &flows, LENIENT));
+                lenient.get_or_insert_with(|| setup(network, data, &layout, &flows, LENIENT));
             if let Ok(chip) = lenient {
-                let mut again = run_level(case, &reference, &references, chip, &origins, level);
+                let mut again = run_level(network, &reference, &references, chip, &origins, level);
                 again.past = LOOKED_PAST.iter().map(|s| s.to_string()).collect();
                 if !matches!(again.verdict, Verdict::Fault { kind: ref k, .. } if *k == kind) {
                     levels.push(again);
@@ -229,8 +228,8 @@ fn machine_level(level: Level) -> MLevel {
 
 /// The chip with the case's input, weights and initializers placed where the layout says.
 fn setup<'a>(
-    case: &CimCase,
-    files: &Files,
+    network: &Network,
+    data: &NetData,
     layout: &'a Layout,
     flows: &'a Flows,
     options: MachineOptions,
@@ -238,16 +237,10 @@ fn setup<'a>(
     let tensor = |a: &ndarray::ArrayD<i64>| {
         Tensor::new(a.shape().to_vec(), a.iter().copied().collect()).map_err(|e| e.to_string())
     };
-    let mut b = Chip::builder(layout, flows).input(INPUT, tensor(&files.data.input)?);
-    for (i, node) in case.network.nodes.iter().enumerate() {
+    let mut b = Chip::builder(layout, flows).input(INPUT, tensor(&data.input)?);
+    for (i, node) in network.nodes.iter().enumerate() {
         let param = |name: String| -> Result<Tensor, String> {
-            tensor(
-                files
-                    .data
-                    .params
-                    .get(&name)
-                    .ok_or_else(|| format!("no {name}"))?,
-            )
+            tensor(data.params.get(&name).ok_or_else(|| format!("no {name}"))?)
         };
         let weights = match &node.op {
             Op::Conv { bias, .. } => NodeWeights::conv(
@@ -277,7 +270,7 @@ fn setup<'a>(
         if init.addr.is_none() {
             continue;
         }
-        let value = match files.data.params.get(&init.name) {
+        let value = match data.params.get(&init.name) {
             Some(a) => tensor(a)?,
             None => Tensor::new(vec![2], vec![1, -1]).map_err(|e| e.to_string())?,
         };
@@ -293,7 +286,7 @@ fn node_name(i: usize, op: &Op) -> String {
 
 /// One granularity on the machine, localized.
 fn run_level(
-    case: &CimCase,
+    network: &Network,
     reference: &[ndarray::ArrayD<i64>],
     references: &[(String, Tensor)],
     chip: &Chip<'_>,
@@ -332,7 +325,7 @@ fn run_level(
     let (verdict, executed) = match outcome {
         RunOutcome::Finished(f) => {
             let verdict = compare_outputs(
-                case,
+                network,
                 reference,
                 &f,
                 |d| {
@@ -372,14 +365,14 @@ fn run_level(
 /// Every network output against the reference; the first wrong one with the localizer's
 /// divergence (the first node whose value differs, and who wrote it).
 fn compare_outputs(
-    case: &CimCase,
+    network: &Network,
     reference: &[ndarray::ArrayD<i64>],
     finished: &Finished,
     culprit: impl Fn(&Divergence) -> (usize, Option<MetaOp>),
     divergence: Option<&Divergence>,
 ) -> Verdict {
-    for (k, &node) in case.network.outputs.iter().enumerate() {
-        let name = crate::onnx::value_name(&case.network, crate::network::Src::Node(node));
+    for (k, &node) in network.outputs.iter().enumerate() {
+        let name = crate::onnx::value_name(&network, crate::network::Src::Node(node));
         let want = &reference[node];
         let got: Vec<Option<i64>> = match finished.output(&name) {
             Some(o) => o.values.clone(),
@@ -407,7 +400,7 @@ fn compare_outputs(
                     got: got.get(first).copied().flatten(),
                     want: want.iter().nth(first).copied().unwrap_or_default(),
                 },
-                op: node.map(|n| case.network.nodes[n].op.onnx_type().to_string()),
+                op: node.map(|n| network.nodes[n].op.onnx_type().to_string()),
                 node,
                 by,
             };
@@ -510,8 +503,7 @@ impl Check {
     /// failure at a meta-operator whose printing line is known is signed by that line
     /// (`fault: made at codegen/CoreWise.py:97 (process_conv_node_cm)`), so one defect of the code generator is
     /// one finding whatever network, level combination or outcome kind shows it.
-    pub fn outcomes(&self, case: &CimCase) -> Vec<Outcome> {
-        let _ = case;
+    pub fn outcomes(&self) -> Vec<Outcome> {
         let failing: Vec<&LevelCheck> = self
             .levels
             .iter()
@@ -621,7 +613,6 @@ impl Check {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::generate::{network_from_seed, setting_from_seed, NetConfig};
 
     fn op(line: usize, name: &str, origin: Option<&str>) -> MetaOp {
         MetaOp {
@@ -666,15 +657,6 @@ mod tests {
         }
     }
 
-    fn case() -> CimCase {
-        let cfg = NetConfig::default();
-        CimCase {
-            network: network_from_seed(&cfg, 1),
-            setting: setting_from_seed(&cfg, 1),
-            seed: 1,
-        }
-    }
-
     const SITE: &str = "codegen/CoreWise.py:97 (process_conv_node_cm)";
 
     #[test]
@@ -686,7 +668,7 @@ mod tests {
                 level(Level::Wordline, &[], wrong(Some(op(3, "load", None)))),
             ],
         };
-        let out = check.outcomes(&case());
+        let out = check.outcomes();
         assert_eq!(out.len(), 1);
         let sig = out[0].signature.clone().unwrap();
         assert_eq!(sig.to_string(), format!("fault: made at {SITE}"));
@@ -710,11 +692,11 @@ mod tests {
                 wrong(Some(op(2, "Mov", Some(SITE)))),
             )],
         }
-        .outcomes(&case());
+        .outcomes();
         let b = Check {
             levels: vec![level(Level::Core, &[], fault(op(9, "Mov", Some(SITE))))],
         }
-        .outcomes(&case());
+        .outcomes();
         let (a, b) = (
             a[0].signature.clone().unwrap(),
             b[0].signature.clone().unwrap(),
@@ -729,7 +711,7 @@ mod tests {
         let out = Check {
             levels: vec![level(Level::Wordline, &[], fault(op(4, "load", None)))],
         }
-        .outcomes(&case());
+        .outcomes();
         let sig = out[0].signature.clone().unwrap();
         assert_eq!(
             sig.to_string(),
@@ -761,7 +743,7 @@ mod tests {
                 ),
             ],
         }
-        .outcomes(&case());
+        .outcomes();
         let sigs: Vec<String> = out
             .iter()
             .map(|o| o.signature.clone().unwrap().to_string())
@@ -783,7 +765,7 @@ mod tests {
         let pass = Check {
             levels: vec![level(Level::Core, &[], Verdict::Exact)],
         }
-        .outcomes(&case());
+        .outcomes();
         assert_eq!(pass[0].kind, Kind::Pass);
         let none = Check {
             levels: vec![
@@ -797,7 +779,7 @@ mod tests {
                 ),
             ],
         }
-        .outcomes(&case());
+        .outcomes();
         assert_eq!(none[0].kind, Kind::Poisoned);
         assert_eq!(none[0].detail, "crossbar: no model of pad");
     }
