@@ -372,7 +372,7 @@ fn compare_outputs(
     divergence: Option<&Divergence>,
 ) -> Verdict {
     for (k, &node) in network.outputs.iter().enumerate() {
-        let name = crate::onnx::value_name(&network, crate::network::Src::Node(node));
+        let name = crate::onnx::value_name(network, crate::network::Src::Node(node));
         let want = &reference[node];
         let got: Vec<Option<i64>> = match finished.output(&name) {
             Some(o) => o.values.clone(),
