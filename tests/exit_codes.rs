@@ -559,6 +559,60 @@ fn first_rows(f: &Fixture) -> Vec<Row> {
     rows.extend(pimcomp_rows(f));
     rows.extend(puma_rows(f));
     rows.extend(puma_model_rows(f));
+    rows.extend(cim_mlc_rows(f));
+    rows
+}
+
+/// `hunt --target cim-mlc` and `repro --cim-mlc-dir`: a missing or wrong tree is a usage error
+/// before any case runs; a finding needs `CIM_MLC_DIR` (a tree of `scripts/build-cim-mlc.sh`).
+fn cim_mlc_rows(f: &Fixture) -> Vec<Row> {
+    let p = |n: &str| f.p(n);
+    let hunt = |out: &str, extra: &[&str]| {
+        let mut a: Vec<String> = ["--target", "cim-mlc", "--cases", "4", "--jobs", "1"]
+            .into_iter()
+            .chain(["--quiet", "--minimize-time", "1s", "--out"])
+            .map(str::to_string)
+            .collect();
+        a.push(p(out));
+        a.extend(extra.iter().map(|s| s.to_string()));
+        a
+    };
+    let not_a_tree = p("case");
+    let mut rows = vec![
+        row_saying(
+            row("hunt", "cim-mlc: no tree", &refs(&hunt("cm-z", &[])), 2),
+            "--cim-mlc-dir",
+            &["CIM_MLC_DIR"],
+        ),
+        row_saying(
+            row(
+                "hunt",
+                "cim-mlc: --cim-mlc-dir not a tree",
+                &refs(&hunt("cm-w", &["--cim-mlc-dir", &not_a_tree])),
+                2,
+            ),
+            "scripts/build-cim-mlc.sh",
+            &[],
+        ),
+        row(
+            "hunt",
+            "cim-mlc flag with another target",
+            &["--cim-mlc-protocol", "process", "--out", &p("cm-y")],
+            2,
+        ),
+    ];
+    match std::env::var("CIM_MLC_DIR")
+        .ok()
+        .filter(|d| Path::new(d).join("manifest.json").is_file())
+    {
+        Some(dir) => rows.push(row(
+            "hunt",
+            "cim-mlc finding",
+            &refs(&hunt("h-cim", &["--seed", "7", "--cim-mlc-dir", &dir])),
+            1,
+        )),
+        None => eprintln!("CIM_MLC_DIR unset: skipping the exit-code row that runs CIM-MLC"),
+    }
     rows
 }
 
