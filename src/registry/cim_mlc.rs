@@ -52,7 +52,8 @@ pub enum ProtocolChoice {
 pub struct CimMlcTargetArgs {
     #[command(flatten)]
     pub tree: CimMlcTreeArgs,
-    /// Timeout of one CIM-MLC compile (--target cim-mlc).
+    /// CPU time one CIM-MLC compile may use (--target cim-mlc): its driver's whole process group;
+    /// ten times it by the wall clock ends a compile that blocks. Either is a `hang` finding.
     #[arg(long, value_name = "DURATION", value_parser = parse_duration_arg, default_value = "60s")]
     pub cim_mlc_timeout: Duration,
     /// Only architectures of this API level (--target cim-mlc; default: all three drawn).
