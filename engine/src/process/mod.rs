@@ -57,7 +57,7 @@ use serde::{Deserialize, Serialize};
 pub use capture::Captured;
 pub use group::{kill_all, kill_scope, scope, set_scope, Scope};
 pub use pin::{Environment, Pinning};
-pub use pool::{scratch_dir, Dirs, PoolError, Recipe, ServerPool};
+pub use pool::{scratch_dir, Dirs, PoolError, Recipe, Scratch, ServerPool};
 pub use server::{Answer, Server};
 
 /// How many times its CPU-time limit a program may run by the wall clock ([`Limits::cpu_time`]):

@@ -168,7 +168,7 @@ impl ServerPool {
     }
 
     fn start(&self) -> Result<Slot, PoolError> {
-        let scratch = Scratch::new(&self.scratch).map_err(|source| PoolError::Scratch {
+        let scratch = Scratch::new(&self.scratch, "out").map_err(|source| PoolError::Scratch {
             dir: self.scratch.clone(),
             source,
         })?;
@@ -200,9 +200,19 @@ struct Slot {
     last_user: ThreadId,
 }
 
-/// The case and output directories of one server (see the module docs). Dropped with its
+/// The case and output directories of one server, made with it and emptied after each request,
+/// so that every request sees a case directory holding just its case and an empty output
+/// directory. Why not a fresh temporary directory per request: making and removing it was
+/// about a tenth of a served case's time (`docs/serve-protocol.md#measured`). Dropped with its
 /// server: removed.
-struct Scratch {
+///
+/// A server can reach these directories, and one that replaced one of them (or the directory
+/// holding them) with a symbolic link would have the harness empty or write into whatever the
+/// link names. So each of the three is checked to be the very directory made here (device and
+/// inode, not following links) before a case is written into it and before it is emptied
+/// ([`Scratch::intact`], [`Scratch::empty`]); a server whose directories fail the check is
+/// dropped, which removes a link, never what it names.
+pub struct Scratch {
     dir: tempfile::TempDir,
     case: PathBuf,
     out: PathBuf,
@@ -211,12 +221,13 @@ struct Scratch {
 }
 
 impl Scratch {
-    fn new(base: &Path) -> std::io::Result<Scratch> {
+    /// Makes a directory in `base` holding `case/` and `out_name/` (empty).
+    pub fn new(base: &Path, out_name: &str) -> std::io::Result<Scratch> {
         let dir = tempfile::Builder::new()
             .prefix("pimdiff-serve-")
             .tempdir_in(base)?;
         let case = dir.path().join("case");
-        let out = dir.path().join("out");
+        let out = dir.path().join(out_name);
         std::fs::create_dir(&case)?;
         std::fs::create_dir(&out)?;
         let made = [identity(dir.path())?, identity(&case)?, identity(&out)?];
@@ -228,16 +239,27 @@ impl Scratch {
         })
     }
 
+    /// The case directory.
+    pub fn case(&self) -> &Path {
+        &self.case
+    }
+
+    /// The output directory.
+    pub fn out(&self) -> &Path {
+        &self.out
+    }
+
     /// Whether the three directories are still the ones made.
-    fn intact(&self) -> bool {
+    pub fn intact(&self) -> bool {
         [self.dir.path(), &self.case, &self.out]
             .iter()
             .zip(&self.made)
             .all(|(path, made)| identity(path).is_ok_and(|id| id == *made))
     }
 
-    /// Removes whatever a request left in the two directories.
-    fn empty(&self) -> std::io::Result<()> {
+    /// Removes whatever a request left in the two directories; an error when they are not the
+    /// ones made ([`Scratch::intact`]).
+    pub fn empty(&self) -> std::io::Result<()> {
         if !self.intact() {
             return Err(std::io::Error::other(
                 "the compile server replaced its directories",

@@ -27,32 +27,9 @@ use pimdiff_oracle::Case;
 pub use self::decline::{Claim, Resource};
 use self::injected::BugClass;
 
-/// Where the case and bundle directories handed to an external compiler are made: `$PIMDIFF_SCRATCH`
-/// when set, else `/dev/shm` when it is a writable directory, else the temporary directory.
-///
-/// The directories live for one compile and hold a dozen small files each; on a disk file
-/// system creating and deleting them is most of a case's time (ext4's inode allocation: a
-/// serve-protocol hunt of `pimdiff compile --serve` ran 121 cases/s in `/tmp` on ext4 and 2495
-/// in `/dev/shm`, process-per-case 37 and 444, on the same loaded 2-core machine).
-pub fn scratch_dir() -> std::path::PathBuf {
-    static DIR: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
-    DIR.get_or_init(|| {
-        if let Some(dir) = std::env::var_os("PIMDIFF_SCRATCH") {
-            return dir.into();
-        }
-        let shm = std::path::Path::new("/dev/shm");
-        let writable = tempfile::Builder::new()
-            .prefix("pimdiff-probe-")
-            .tempdir_in(shm)
-            .is_ok();
-        if writable {
-            shm.to_path_buf()
-        } else {
-            std::env::temp_dir()
-        }
-    })
-    .clone()
-}
+/// Where the case and bundle directories handed to an external compiler are made: the engine's
+/// scratch directory (`/dev/shm` when writable; see [`pimdiff_engine::process::scratch_dir`]).
+pub use pimdiff_engine::process::scratch_dir;
 
 /// Writes the case an external compiler reads into `dir` (an empty directory), without its
 /// expected output (the compiler must not see the answer). Plain writes, no sync and no atomic

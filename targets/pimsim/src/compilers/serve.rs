@@ -42,7 +42,7 @@ use pimdiff_oracle::Case;
 use serde::{Deserialize, Serialize};
 
 use super::{Claim, CompileFailure};
-use pimdiff_engine::process::{Answer, Invocation, Limits, Server, Status};
+use pimdiff_engine::process::{Answer, Invocation, Limits, Scratch, Server, Status};
 
 /// The version of the protocol a request speaks (its `protocol` field).
 pub const PROTOCOL_VERSION: u32 = 1;
@@ -141,14 +141,14 @@ pub fn compile_served(
         None => start(command, timeout)?,
     };
     let scratch = &slot.scratch;
-    super::write_scratch_case(case, &scratch.case)
+    super::write_scratch_case(case, scratch.case())
         .map_err(|e| poisoned(format!("cannot write the case for the compile server: {e}")))?;
     let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
     let request = serde_json::to_vec(&Request {
         protocol: PROTOCOL_VERSION,
         id,
-        case: scratch.case.clone(),
-        out: scratch.out.clone(),
+        case: scratch.case().to_path_buf(),
+        out: scratch.out().to_path_buf(),
     })
     .map_err(|e| poisoned(format!("cannot write a request: {e}")))?;
     let answer = slot.server.request(&request).map_err(|e| {
@@ -167,7 +167,7 @@ pub fn compile_served(
         }
         Answer::Ended { status, stderr } => return Err(ended(status, &stderr.bytes, timeout)),
     };
-    let out_dir = &slot.scratch.out;
+    let out_dir = slot.scratch.out();
     let result = match said {
         Said::Compiled => super::external::read_bundle(case, out_dir, ("the compile server", true)),
         Said::Unsupported(reason) => {
@@ -221,7 +221,7 @@ fn checkin(command: &str, timeout: Duration, slot: Slot) {
 }
 
 fn start(command: &str, timeout: Duration) -> Result<Slot, CompileFailure> {
-    let scratch = Scratch::new().map_err(|e| {
+    let scratch = Scratch::new(&super::scratch_dir(), "bundle").map_err(|e| {
         poisoned(format!(
             "cannot create the directories for the compile server: {e}"
         ))
@@ -257,89 +257,6 @@ struct Slot {
     server: Server,
     scratch: Scratch,
     last_user: std::thread::ThreadId,
-}
-
-/// The case directory and the bundle directory a server's requests name, made with the server
-/// and emptied after each request, so that every request still sees a case directory holding
-/// just its case and an empty bundle directory. Why not a fresh temporary directory per
-/// request: making and removing it was about a tenth of a served case's time
-/// (`docs/serve-protocol.md#measured`). Dropped with its server: removed.
-///
-/// A server can reach these directories, and one that replaced one of them (or the directory
-/// holding them) with a symbolic link would have the harness empty or write into whatever the
-/// link names. So each of the three is checked to be the very directory made here (device and
-/// inode, not following links) before a case is written into it and before it is emptied; a
-/// slot that fails the check is dropped, which removes a link, never what it names.
-struct Scratch {
-    dir: tempfile::TempDir,
-    case: PathBuf,
-    out: PathBuf,
-    /// Device and inode of `dir`, `case` and `out` as made.
-    made: [(u64, u64); 3],
-}
-
-impl Scratch {
-    fn new() -> std::io::Result<Scratch> {
-        let dir = tempfile::Builder::new()
-            .prefix("pimdiff-serve-")
-            .tempdir_in(super::scratch_dir())?;
-        let case = dir.path().join("case");
-        let out = dir.path().join("bundle");
-        std::fs::create_dir(&case)?;
-        std::fs::create_dir(&out)?;
-        let made = [identity(dir.path())?, identity(&case)?, identity(&out)?];
-        Ok(Scratch {
-            dir,
-            case,
-            out,
-            made,
-        })
-    }
-
-    /// Whether the three directories are still the ones made (see the type's docs).
-    fn intact(&self) -> bool {
-        [self.dir.path(), &self.case, &self.out]
-            .iter()
-            .zip(&self.made)
-            .all(|(path, made)| identity(path).is_ok_and(|id| id == *made))
-    }
-
-    /// Removes whatever a request left in the two directories (the case, the bundle, and
-    /// anything else a server wrote there).
-    fn empty(&self) -> std::io::Result<()> {
-        if !self.intact() {
-            return Err(std::io::Error::other(
-                "the compile server replaced its directories",
-            ));
-        }
-        empty_dir(&self.case)?;
-        empty_dir(&self.out)
-    }
-}
-
-/// Device and inode of the directory at `path` itself (a link is not followed: it is an error).
-fn identity(path: &std::path::Path) -> std::io::Result<(u64, u64)> {
-    use std::os::unix::fs::MetadataExt;
-    let meta = std::fs::symlink_metadata(path)?;
-    if !meta.is_dir() {
-        return Err(std::io::Error::other("not a directory"));
-    }
-    Ok((meta.dev(), meta.ino()))
-}
-
-/// Removes everything inside `dir`, keeping `dir`. Entries are never followed: a link is
-/// removed as a file, a directory with `remove_dir_all` (which removes links, not what they
-/// name).
-fn empty_dir(dir: &std::path::Path) -> std::io::Result<()> {
-    for entry in std::fs::read_dir(dir)? {
-        let entry = entry?;
-        if entry.file_type()?.is_dir() {
-            std::fs::remove_dir_all(entry.path())?;
-        } else {
-            std::fs::remove_file(entry.path())?;
-        }
-    }
-    Ok(())
 }
 
 /// Reads one answer line for request `id`; a protocol error says what is wrong with it.
