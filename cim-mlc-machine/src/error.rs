@@ -6,8 +6,6 @@ use std::path::PathBuf;
 
 use pimdiff_input::InputError;
 
-use crate::flow::OperandError;
-
 /// A flow file or `layout.json` could not be read: the file, the 1-based line when one line
 /// is at fault, and what is wrong.
 #[derive(Debug, thiserror::Error)]
@@ -69,4 +67,24 @@ impl LoadError {
             kind,
         }
     }
+}
+
+/// An operand that does not fit its place in the template (made by the flow reader,
+/// `flow/op.rs`; here, below it, because a [`LoadErrorKind::Operand`] carries it).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum OperandError {
+    #[error("`{op}` takes {expected} operands, found {found}")]
+    Arity {
+        op: String,
+        expected: String,
+        found: usize,
+    },
+    #[error("`{op}` operand {index} ({field}): expected {expected}, found {found}")]
+    Kind {
+        op: String,
+        index: usize,
+        field: &'static str,
+        expected: &'static str,
+        found: String,
+    },
 }

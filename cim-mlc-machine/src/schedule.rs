@@ -17,7 +17,7 @@ use std::collections::HashMap;
 
 use crate::flow::{Flow, Item, Level, Op};
 use crate::layout::{Layout, Node, Schedule};
-use crate::machine::SetupError;
+use crate::machine::fault::SetupError;
 
 /// Where one line comes from.
 #[derive(Clone, Copy, Debug, PartialEq)]

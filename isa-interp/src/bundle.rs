@@ -135,12 +135,12 @@ pub enum BundleError {
         path: PathBuf,
         source: serde_json::Error,
     },
-    /// A JSON file that does not match its type (`crate::schema`): the field and what was
+    /// A JSON file that does not match its type (`crate::typed`): the field and what was
     /// expected.
     #[error("{}: {source}", path.display())]
     Field {
         path: PathBuf,
-        source: crate::schema::FieldError,
+        source: crate::typed::FieldError,
     },
     #[error("{}: {problem}", path.display())]
     Manifest {
@@ -436,7 +436,7 @@ impl IoManifest {
         let bytes = pimdiff_input::read(&path, pimdiff_input::limits::MAX_MANIFEST_BYTES)
             .map_err(|e| input_error(&path, e))?;
         let mut manifest: IoManifest =
-            crate::schema::read_typed(&bytes).map_err(|source| BundleError::Field {
+            crate::typed::read_typed(&bytes).map_err(|source| BundleError::Field {
                 path: path.clone(),
                 source,
             })?;

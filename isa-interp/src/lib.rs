@@ -11,6 +11,7 @@ pub mod inst;
 pub mod machine;
 pub mod program;
 pub mod schema;
+mod typed;
 pub mod xbar;
 
 pub use bundle::{Bundle, BundleError, ConstSegment, Dtype, IoManifest, Layout, TensorSlot};

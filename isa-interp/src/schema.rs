@@ -18,6 +18,8 @@ use std::path::Path;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+pub use crate::typed::{read_typed, FieldError};
+
 /// A bundle's `config.json`: how many cores the program has, and optionally the architecture
 /// it was compiled for. The case's architecture governs: whatever `arch` states must equal it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -78,31 +80,6 @@ pub struct ArchConfig {
 pub enum GroupReading {
     /// `group` is the number of arrays the multiplication uses.
     ArrayCount,
-}
-
-/// A JSON file of a bundle that does not match its type: the field at fault and what was
-/// expected (`field` is `.` for the whole file, e.g. a missing top-level key).
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("field `{field}`: {message}")]
-pub struct FieldError {
-    pub field: String,
-    pub message: String,
-}
-
-/// Parses `bytes` as `T`, naming the field of the first problem (`serde_path_to_error`).
-pub fn read_typed<T: for<'de> Deserialize<'de>>(bytes: &[u8]) -> Result<T, FieldError> {
-    let de = &mut serde_json::Deserializer::from_slice(bytes);
-    serde_path_to_error::deserialize(de).map_err(|e| {
-        let field = e.path().to_string();
-        let inner = e.into_inner();
-        // serde_json ends its messages with the position; the field says where.
-        let message = inner.to_string();
-        let message = match message.rfind(" at line ") {
-            Some(at) if inner.line() > 0 => message[..at].to_string(),
-            _ => message,
-        };
-        FieldError { field, message }
-    })
 }
 
 /// The published schemas: `(file name, schema)` for `config.json`, `io.json` and the crossbar

@@ -76,12 +76,12 @@ pub enum XbarError {
         field: &'static str,
         message: String,
     },
-    /// `core_<i>.json` does not match its type (`crate::schema`): the field and what was
+    /// `core_<i>.json` does not match its type (`crate::typed`): the field and what was
     /// expected.
     #[error("{path}: {source}")]
     Typed {
         path: PathBuf,
-        source: crate::schema::FieldError,
+        source: crate::typed::FieldError,
     },
     #[error("{path}: the matching {missing} is missing")]
     MissingPair { path: PathBuf, missing: String },
@@ -164,7 +164,7 @@ pub fn read_export_dir(dir: &Path) -> Result<CrossbarExport, XbarError> {
         }
         let text = read(&json_path, pimdiff_input::limits::MAX_XBAR_JSON_BYTES)?;
         let file: CoreFile =
-            crate::schema::read_typed(&text).map_err(|source| XbarError::Typed {
+            crate::typed::read_typed(&text).map_err(|source| XbarError::Typed {
                 path: json_path.clone(),
                 source,
             })?;

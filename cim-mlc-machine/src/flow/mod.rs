@@ -16,10 +16,10 @@ use std::path::{Path, PathBuf};
 use pimdiff_input::Limit;
 
 pub use self::op::{
-    Alu, AluOp, ConvCore, Extent, FcCore, Func, Op, OperandError, Pair, Piece, Pool, PoolKind,
-    Relayout, ShapeOp,
+    Alu, AluOp, ConvCore, Extent, FcCore, Func, Op, Pair, Piece, Pool, PoolKind, Relayout, ShapeOp,
 };
 pub use self::value::{name_of, parse_line, Parsed, SyntaxError, Value};
+pub use crate::error::OperandError;
 use crate::error::{LoadError, LoadErrorKind};
 
 /// The largest flow file read (a network's wordline-level flow is about 100 bytes per

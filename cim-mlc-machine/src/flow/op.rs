@@ -4,6 +4,7 @@
 //! -96`), and refusing them is the machine's job (a fault naming the line), not the reader's.
 
 use super::value::Value;
+use crate::error::OperandError;
 
 /// `[a, b]` as the templates print an inclusive range of cores, crossbars or wordlines.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -235,25 +236,6 @@ fn alu_name(op: AluOp) -> &'static str {
         AluOp::Pow => "Pow",
         AluOp::Equal => "Equal",
     }
-}
-
-/// An operand that does not fit its place in the template.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum OperandError {
-    #[error("`{op}` takes {expected} operands, found {found}")]
-    Arity {
-        op: String,
-        expected: String,
-        found: usize,
-    },
-    #[error("`{op}` operand {index} ({field}): expected {expected}, found {found}")]
-    Kind {
-        op: String,
-        index: usize,
-        field: &'static str,
-        expected: &'static str,
-        found: String,
-    },
 }
 
 /// Reads the operands of one instruction in template order.

@@ -23,7 +23,8 @@
 
 mod arith;
 mod buffer;
-mod fault;
+// `crate::schedule`, which this file uses to set a chip up, takes `SetupError` from here.
+pub(crate) mod fault;
 mod geometry;
 mod localize;
 mod observe;

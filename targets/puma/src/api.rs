@@ -29,11 +29,10 @@ use ndarray::{ArrayD, IxDyn};
 use pimdiff_input::{read, Limit};
 use serde::Deserialize;
 
-use super::graph::{MatrixShape, ModelGraph, TensorShape};
+use super::graph::{GraphData, MatrixShape, ModelGraph, TensorShape};
 use super::network::{CompileOptions, Input, Matrix, NetworkError, Op, Output, PumaNetwork};
 use super::reference::{reference, NumericRange, OutputTensor};
 use super::tensors::NetworkData;
-use super::user_check::GraphData;
 
 /// The log's name in the program's working directory.
 pub const API_LOG: &str = "pimdiff-puma-api.jsonl";

@@ -410,6 +410,15 @@ pub struct ModelGraph {
     pub ops: Vec<GraphOp>,
 }
 
+/// A graph's data: the inputs (flat, per tensor) and weights (flat, per matrix, in its `dims`
+/// order), index-aligned with [`ModelGraph::inputs`] and [`ModelGraph::matrices`]. Drawn by
+/// [`super::user_check`]; [`super::api`] computes what the calls ask on the same data.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GraphData {
+    pub inputs: Vec<Vec<i64>>,
+    pub weights: Vec<Vec<i8>>,
+}
+
 /// What is wrong with a graph file.
 #[derive(Debug, thiserror::Error)]
 pub enum GraphError {

@@ -52,6 +52,7 @@ use rand_chacha::ChaCha8Rng;
 use super::api::ApiOutput;
 use super::check::{mnemonic, unflatten, variant_name, CheckOptions, Checked, Mismatch, Verdict};
 use super::data::{draw_weight_cells, ATTEMPTS};
+pub use super::graph::GraphData;
 use super::graph::{GraphOp, MatrixShape, ModelGraph, OpKind};
 use super::localize::slice;
 use super::reference::NumericRange;
@@ -72,13 +73,6 @@ pub enum CheckError {
     Unmodelled(String),
     #[error("the model has {weights} weights, more than the {MAX_WEIGHTS} the check holds")]
     TooLarge { weights: u64 },
-}
-
-/// The inputs (flat, per tensor) and weights (flat, per matrix, in its `dims` order).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct GraphData {
-    pub inputs: Vec<Vec<i64>>,
-    pub weights: Vec<Vec<i8>>,
 }
 
 /// One operation's vector: elements, which are known, and magnitude bounds.
