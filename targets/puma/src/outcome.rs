@@ -164,7 +164,8 @@ fn sanitizer_signal(what: &str) -> Option<&'static str> {
 /// whose accumulation chains end in padding taps); the frames below the assertion are the same
 /// for both (`insertLoadsAndStores` ← the partitioner's constructor), so only the network tells
 /// the two causes apart, and they are two findings. A network written by hand (`pimdiff puma
-/// MODEL.cpp`) has no generated network to ask: no note.
+/// MODEL.cpp`) has no generated network to ask: no note. The note is added only to a failure
+/// in the partitioner ([`in_placement`]).
 fn cause_note(run: &CompileRun, net: Option<&PumaNetwork>) -> &'static str {
     let Some(net) = net else {
         return "";
@@ -178,6 +179,15 @@ fn cause_note(run: &CompileRun, net: Option<&PumaNetwork>) -> &'static str {
     } else {
         ""
     }
+}
+
+/// Whether a failure signed `detail` lies where an output computed from inputs alone fails:
+/// in the partitioner, the pass that places operations (`Partitioner::…`, its assertion or its
+/// frames). The note of [`cause_note`] is for those only: the same network failing elsewhere
+/// (the debug printer, a convolution's bookkeeping) fails for another reason, and the note
+/// would split that finding in two.
+fn in_placement(detail: &str) -> bool {
+    detail.contains("Partitioner::")
 }
 
 /// Classifies a compile of `net` (`None`: a network written by hand, not generated); `None`
@@ -203,6 +213,7 @@ pub fn compile_outcome(
                 None if report.sanitizer == "AddressSanitizer" => format!("asan {}", report.what),
                 None => format!("ubsan {}", report.what),
             };
+            let note = if in_placement(&top) { note } else { "" };
             let sig = Signature::new(Kind::Crash, format!("{head}/{top}{note}"));
             return Some(PumaOutcome {
                 frames: report.frames,
@@ -216,7 +227,9 @@ pub fn compile_outcome(
         Status::Signaled { signal, name } => {
             let mut outcome = signaled(tree, tree_dir, run, *signal, name);
             if let Some(sig) = outcome.signature.as_mut() {
-                sig.detail.push_str(note);
+                if in_placement(&sig.detail) {
+                    sig.detail.push_str(note);
+                }
             }
             Some(outcome)
         }
@@ -426,6 +439,20 @@ pub fn check_outcome(tree: Tree, checked: Checked) -> PumaOutcome {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_placement_failures_carry_the_inputs_only_note() {
+        assert!(in_placement(
+            "partitioner.cpp Partitioner::getVMVMU: isVMVMUAssigned(op) && \"Virtual MVMU not assigned!\""
+        ));
+        assert!(in_placement(
+            "SIGSEGV/Partitioner::assignVCore<Partitioner::Partitioner"
+        ));
+        assert!(!in_placement(
+            "SIGSEGV/AbstractTensor::printNodeName[abi:cxx11]<InputImagePixelStreamImpl::printNodeAndEdges<ModelImpl::printGraph"
+        ));
+        assert!(!in_placement("SIGSEGV/maxpool"));
+    }
 
     #[test]
     fn severity_orders_findings_before_tooling_and_passes() {
