@@ -7,7 +7,11 @@
 //! Two faults are systematic in CIM-MLC's lower levels (every wordline-level convolution
 //! loads all its windows before the first activation; a crossbar-level `Gemm` names one
 //! crossbar too many): a level that stops at one of them runs again past them, so that what
-//! else is wrong there is a finding of its own (`… (looking past input-overrun, …)`).
+//! else is wrong there is a finding of its own (`… (looking past input-overrun, …)`). So is a
+//! systematic difference: no meta-operator applies a bias (`docs/cim-mlc-isa.md`), so every
+//! network with a biased layer is wrong at every level from that layer on; a level that is
+//! wrong in such a network is compared again with the reference of the network without its
+//! biases (`… (looking past bias)`), and what is still wrong there is a finding of its own.
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -136,17 +140,8 @@ pub fn check(case: &CimCase, files: &Files, out: &Output) -> Check {
         Ok(c) => c,
         Err(e) => return unjudged(format!("the machine cannot set the chip up: {e}")),
     };
-    let references: Vec<(String, Tensor)> = case
-        .network
-        .nodes
-        .iter()
-        .enumerate()
-        .filter_map(|(i, n)| {
-            let r = &reference[i];
-            let t = Tensor::new(r.shape().to_vec(), r.iter().copied().collect()).ok()?;
-            Some((node_name(i, &n.op), t))
-        })
-        .collect();
+    let references = node_references(case, &reference);
+    let unbiased = unbiased_reference(case, files);
     let mut levels = Vec::new();
     let mut lenient: Option<Result<Chip<'_>, String>> = None;
     for &level in out.flows.keys() {
@@ -160,6 +155,8 @@ pub fn check(case: &CimCase, files: &Files, out: &Output) -> Check {
             }
             _ => None,
         };
+        // The chip the last run of the level used (`None`: the strict one).
+        let mut last_chip: Option<&Chip<'_>> = None;
         levels.push(strict);
         if let Some(kind) = stopped_at {
             let lenient =
@@ -169,11 +166,73 @@ pub fn check(case: &CimCase, files: &Files, out: &Output) -> Check {
                 again.past = LOOKED_PAST.iter().map(|s| s.to_string()).collect();
                 if !matches!(again.verdict, Verdict::Fault { kind: ref k, .. } if *k == kind) {
                     levels.push(again);
+                    last_chip = Some(chip);
                 }
+            }
+        }
+        // A wrong value in a network with a bias: again against the network without its
+        // biases, which is what the flows compute when nothing else is wrong.
+        let last = levels.last().expect("the level was pushed");
+        if let (Verdict::Wrong { .. }, Some((reference, references))) = (&last.verdict, &unbiased) {
+            let mut past = last.past.clone();
+            let mut again = run_level(
+                case,
+                reference,
+                references,
+                last_chip.unwrap_or(&chip),
+                level,
+            );
+            past.push(BIAS.to_string());
+            again.past = past;
+            if matches!(again.verdict, Verdict::Wrong { .. }) {
+                levels.push(again);
             }
         }
     }
     Check { levels }
+}
+
+/// What the check looks past in a network with a biased layer (see the module docs).
+const BIAS: &str = "bias";
+
+/// Every node's reference value by the ONNX node name the machine knows it by.
+fn node_references(case: &CimCase, reference: &[ndarray::ArrayD<i64>]) -> Vec<(String, Tensor)> {
+    case.network
+        .nodes
+        .iter()
+        .enumerate()
+        .filter_map(|(i, n)| {
+            let r = &reference[i];
+            let t = Tensor::new(r.shape().to_vec(), r.iter().copied().collect()).ok()?;
+            Some((node_name(i, &n.op), t))
+        })
+        .collect()
+}
+
+/// The reference of the network with every bias zero (both forms), when it has a bias.
+#[allow(clippy::type_complexity)]
+fn unbiased_reference(
+    case: &CimCase,
+    files: &Files,
+) -> Option<(Vec<ndarray::ArrayD<i64>>, Vec<(String, Tensor)>)> {
+    let mut data = files.data.clone();
+    let mut any = false;
+    for (i, node) in case.network.nodes.iter().enumerate() {
+        let biased = match node.op {
+            Op::Conv { bias, .. } | Op::Gemm { bias, .. } => bias,
+            _ => false,
+        };
+        if let Some(b) = data.params.get_mut(&bias_name(i)).filter(|_| biased) {
+            b.fill(0);
+            any = true;
+        }
+    }
+    if !any {
+        return None;
+    }
+    let reference = reference(&case.network, &data).ok()?;
+    let references = node_references(case, &reference);
+    Some((reference, references))
 }
 
 /// The faults a second run looks past (see [`LevelCheck::past`]): the hardware holds one load
@@ -541,5 +600,74 @@ impl Check {
         }
         r.push('\n');
         r
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::arch::{Api, Arch};
+    use crate::generate::Setting;
+    use crate::network::{Network, Node, Spelling, Src};
+
+    fn case(bias: bool) -> CimCase {
+        let spelling = Spelling {
+            defaults: true,
+            kernel_shape: true,
+        };
+        CimCase {
+            network: Network {
+                input: vec![1, 3],
+                nodes: vec![
+                    Node {
+                        op: Op::Gemm {
+                            out: 2,
+                            bias,
+                            trans_b: false,
+                        },
+                        inputs: vec![Src::Input],
+                        spelling,
+                    },
+                    Node {
+                        op: Op::Relu,
+                        inputs: vec![Src::Node(0)],
+                        spelling,
+                    },
+                ],
+                outputs: vec![1],
+            },
+            setting: Setting {
+                arch: Arch::example(Api::Core),
+                input_precision: 8,
+                weight_precision: 8,
+            },
+            seed: 5,
+        }
+    }
+
+    #[test]
+    fn the_reference_without_biases_is_the_network_less_its_biases() {
+        assert!(unbiased_reference(&case(false), &case(false).files().unwrap()).is_none());
+        let biased = case(true);
+        let files = biased.files().unwrap();
+        let (without, named) = unbiased_reference(&biased, &files).expect("a biased layer");
+        let with = reference(&biased.network, &files.data).unwrap();
+        let bias = &files.data.params[&bias_name(0)];
+        // The layer itself: exactly its bias apart.
+        assert_eq!(
+            &with[0] - &without[0],
+            bias.view().into_shape_with_order(vec![1, 2]).unwrap()
+        );
+        assert!(
+            bias.iter().any(|&b| b != 0),
+            "seed 5 draws a bias that is not all zero"
+        );
+        // The reference of the same network without the bias.
+        let mut data = files.data.clone();
+        data.params.get_mut(&bias_name(0)).unwrap().fill(0);
+        assert_eq!(without, reference(&biased.network, &data).unwrap());
+        // By the names the machine knows the nodes by.
+        let names: Vec<&str> = named.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, ["n0_gemm", "n1_relu"]);
     }
 }
