@@ -2,14 +2,18 @@
 //! (`pimdiff-cim-mlc`, `docs/cim-mlc-isa.md`) with the case's input and weights placed where
 //! CIM-MLC's `layout.json` says, every network output compared exactly with the reference, and
 //! the first node whose value is wrong and the meta-operator that wrote it found by the
-//! machine's localizer. The first granularity that fails is the finding (the others are named
-//! in it), signed by the CIM-MLC source line that printed the culprit meta-operator when the
-//! driver recorded it ([`crate::origins`]): one defect of the code generator is one finding.
+//! machine's localizer. Each granularity that fails is a finding, signed by the CIM-MLC source
+//! line that made the culprit meta-operator when the driver recorded it ([`crate::origins`]):
+//! one defect of the code generator is one finding.
 //!
 //! Two faults are systematic in CIM-MLC's lower levels (every wordline-level convolution
 //! loads all its windows before the first activation; a crossbar-level `Gemm` names one
 //! crossbar too many): a level that stops at one of them runs again past them, so that what
-//! else is wrong there is a finding of its own instead of hiding behind them.
+//! else is wrong there is a finding of its own instead of hiding behind them. So is a
+//! systematic difference: no meta-operator applies a bias (`docs/cim-mlc-isa.md`), so every
+//! network with a biased layer is wrong at every level from that layer on; a level that is
+//! wrong in such a network is compared again with the reference of the network without its
+//! biases (`… (looking past bias)`), and what is still wrong there is a finding of its own.
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -165,16 +169,8 @@ pub fn check(network: &Network, data: &NetData, out: &Output) -> Check {
         Ok(c) => c,
         Err(e) => return unjudged(format!("the machine cannot set the chip up: {e}")),
     };
-    let references: Vec<(String, Tensor)> = network
-        .nodes
-        .iter()
-        .enumerate()
-        .filter_map(|(i, n)| {
-            let r = &reference[i];
-            let t = Tensor::new(r.shape().to_vec(), r.iter().copied().collect()).ok()?;
-            Some((node_name(i, &n.op), t))
-        })
-        .collect();
+    let references = node_references(network, &reference);
+    let unbiased = unbiased_reference(network, data);
     let origins = Origins::parse(&out.origins).unwrap_or_default();
     let mut levels = Vec::new();
     let mut lenient: Option<Result<Chip<'_>, String>> = None;
@@ -189,6 +185,8 @@ pub fn check(network: &Network, data: &NetData, out: &Output) -> Check {
             }
             _ => None,
         };
+        // The chip the last run of the level used (`None`: the strict one).
+        let mut last_chip: Option<&Chip<'_>> = None;
         levels.push(strict);
         if let Some(kind) = stopped_at {
             let lenient =
@@ -198,11 +196,77 @@ pub fn check(network: &Network, data: &NetData, out: &Output) -> Check {
                 again.past = LOOKED_PAST.iter().map(|s| s.to_string()).collect();
                 if !matches!(again.verdict, Verdict::Fault { kind: ref k, .. } if *k == kind) {
                     levels.push(again);
+                    last_chip = Some(chip);
                 }
             }
         }
+        // A wrong value in a network with a bias: again against the network without its
+        // biases, which is what the flows compute when nothing else is wrong.
+        // Kept whatever it comes to: an exact run says the bias was all that was wrong.
+        let last = levels.last().expect("the level was pushed");
+        if let (Verdict::Wrong { .. }, Some((reference, references))) = (&last.verdict, &unbiased) {
+            let mut past = last.past.clone();
+            let mut again = run_level(
+                network,
+                reference,
+                references,
+                last_chip.unwrap_or(&chip),
+                &origins,
+                level,
+            );
+            past.push(BIAS.to_string());
+            again.past = past;
+            levels.push(again);
+        }
     }
     Check { levels }
+}
+
+/// What the check looks past in a network with a biased layer (see the module docs).
+const BIAS: &str = "bias";
+
+/// The signature of a network whose outputs are wrong by its biases: no meta-operator of any
+/// granularity applies one (`docs/cim-mlc-isa.md`), one cause whatever layer or line.
+const BIAS_LEFT_OUT: &str = "biases left out";
+
+/// Every node's reference value by the ONNX node name the machine knows it by.
+fn node_references(network: &Network, reference: &[ndarray::ArrayD<i64>]) -> Vec<(String, Tensor)> {
+    network
+        .nodes
+        .iter()
+        .enumerate()
+        .filter_map(|(i, n)| {
+            let r = &reference[i];
+            let t = Tensor::new(r.shape().to_vec(), r.iter().copied().collect()).ok()?;
+            Some((node_name(i, &n.op), t))
+        })
+        .collect()
+}
+
+/// The reference of the network with every bias zero (both forms), when it has a bias.
+#[allow(clippy::type_complexity)]
+fn unbiased_reference(
+    network: &Network,
+    data: &NetData,
+) -> Option<(Vec<ndarray::ArrayD<i64>>, Vec<(String, Tensor)>)> {
+    let mut data = data.clone();
+    let mut any = false;
+    for (i, node) in network.nodes.iter().enumerate() {
+        let biased = match node.op {
+            Op::Conv { bias, .. } | Op::Gemm { bias, .. } => bias,
+            _ => false,
+        };
+        if let Some(b) = data.params.get_mut(&bias_name(i)).filter(|_| biased) {
+            b.fill(0);
+            any = true;
+        }
+    }
+    if !any {
+        return None;
+    }
+    let reference = reference(network, &data).ok()?;
+    let references = node_references(network, &reference);
+    Some((reference, references))
 }
 
 /// The faults a second run looks past (see [`LevelCheck::past`]): the hardware holds one load
@@ -496,45 +560,74 @@ fn fault_name(kind: &pimdiff_cim_mlc::FaultKind) -> String {
 }
 
 impl Check {
-    /// The outcomes the check shows. The first granularity that fails (core, crossbar,
-    /// wordline: the lower ones are lowered from the same mapping, so they mostly fail with it)
-    /// is the finding, the others are named in its detail; a level that stopped at a fault
-    /// looked past ([`LOOKED_PAST`]) and fails again beyond it adds that second failure. A
-    /// failure at a meta-operator whose printing line is known is signed by that line
-    /// (`fault: made at codegen/CoreWise.py:97 (process_conv_node_cm)`), so one defect of the code generator is
-    /// one finding whatever network, level combination or outcome kind shows it.
+    /// The outcomes the check shows: each granularity that fails is judged on its own (a lower
+    /// level's code generator is other code, and a defect there must not hide behind the core
+    /// level's); a level that stopped at a fault looked past ([`LOOKED_PAST`]) and fails again
+    /// beyond it adds that second failure; a wrong value in a biased network is the bias's own
+    /// finding (`biases left out`) when the network without its biases is exact there, else
+    /// both. A failure at a meta-operator whose making line is known is signed by that line
+    /// (`fault: made at codegen/CoreWise.py:97 (process_conv_node_cm)`), so one defect of the
+    /// code generator is one finding whatever network or outcome kind shows it, and outcomes
+    /// of one signature at several levels are one.
     pub fn outcomes(&self) -> Vec<Outcome> {
-        let failing: Vec<&LevelCheck> = self
+        let failing =
+            |l: &LevelCheck| matches!(l.verdict, Verdict::Fault { .. } | Verdict::Wrong { .. });
+        let mut out: Vec<Outcome> = Vec::new();
+        let mut push = |o: Outcome| {
+            if !out.iter().any(|x| x.signature == o.signature) {
+                out.push(o);
+            }
+        };
+        for first in self
             .levels
             .iter()
-            .filter(|l| matches!(l.verdict, Verdict::Fault { .. } | Verdict::Wrong { .. }))
-            .collect();
-        let Some(first) = failing.iter().find(|l| l.past.is_empty()).copied() else {
-            return vec![self.no_finding()];
-        };
-        let others: Vec<String> = failing
-            .iter()
-            .filter(|l| l.level != first.level)
-            .map(|l| level_failure(l).2)
-            .collect();
-        let (kind, sig, mut detail) = level_failure(first);
-        if !others.is_empty() {
-            let _ = write!(detail, "; also wrong: {}", others.join("; "));
-        }
-        let mut out = vec![Outcome::finding(kind, sig, detail)];
-        if let Some(beyond) = failing
-            .iter()
-            .find(|l| l.level == first.level && !l.past.is_empty())
+            .filter(|l| l.past.is_empty() && failing(l))
         {
-            let (kind, sig, detail) = level_failure(beyond);
-            if out[0]
-                .signature
-                .as_ref()
-                .map(|s| (s.kind, s.detail.as_str()))
-                != Some((kind, sig.as_str()))
-            {
-                out.push(Outcome::finding(kind, sig, detail));
+            // The runs of this level, strict first, the most looked-past last.
+            let runs: Vec<&LevelCheck> = self
+                .levels
+                .iter()
+                .filter(|l| l.level == first.level)
+                .collect();
+            let bias = runs.iter().find(|l| l.past.iter().any(|p| p == BIAS));
+            if let Some(bias) = bias {
+                // A wrong value in a biased network, judged again without the biases: the bias
+                // is a cause of its own, and what is still wrong without it another.
+                let judged = runs
+                    .iter()
+                    .rev()
+                    .find(|l| !l.past.iter().any(|p| p == BIAS))
+                    .copied()
+                    .unwrap_or(first);
+                if !std::ptr::eq(judged, first) {
+                    let (kind, sig, detail) = level_failure(first);
+                    push(Outcome::finding(kind, sig, detail));
+                }
+                let (_, _, wrong) = level_failure(judged);
+                let without = match &bias.verdict {
+                    Verdict::Exact => "without its biases every output is exact",
+                    _ => "without its biases it is still wrong (a finding of its own)",
+                };
+                push(Outcome::finding(
+                    Kind::Mismatch,
+                    BIAS_LEFT_OUT.to_string(),
+                    format!("{wrong}; {without}"),
+                ));
+                if failing(bias) {
+                    let (kind, sig, detail) = level_failure(bias);
+                    push(Outcome::finding(kind, sig, detail));
+                }
+            } else {
+                let (kind, sig, detail) = level_failure(first);
+                push(Outcome::finding(kind, sig, detail));
+                if let Some(beyond) = runs.iter().skip(1).rev().copied().find(|l| failing(l)) {
+                    let (kind, sig, detail) = level_failure(beyond);
+                    push(Outcome::finding(kind, sig, detail));
+                }
             }
+        }
+        if out.is_empty() {
+            out.push(self.no_finding());
         }
         out
     }
@@ -660,7 +753,7 @@ mod tests {
     const SITE: &str = "codegen/CoreWise.py:97 (process_conv_node_cm)";
 
     #[test]
-    fn the_first_failing_level_is_the_finding_signed_by_the_line_that_made_its_culprit() {
+    fn each_failing_level_is_a_finding_signed_by_the_line_that_made_its_culprit() {
         let check = Check {
             levels: vec![
                 level(Level::Core, &[], Verdict::Exact),
@@ -669,18 +762,35 @@ mod tests {
             ],
         };
         let out = check.outcomes();
-        assert_eq!(out.len(), 1);
-        let sig = out[0].signature.clone().unwrap();
-        assert_eq!(sig.to_string(), format!("fault: made at {SITE}"));
-        assert!(is_localized(&sig));
+        let sigs: Vec<String> = out
+            .iter()
+            .map(|o| o.signature.clone().unwrap().to_string())
+            .collect();
+        assert_eq!(
+            sigs,
+            [
+                format!("fault: made at {SITE}"),
+                "mismatch: wordline: first wrong at conv by load".to_string()
+            ]
+        );
+        assert!(is_localized(out[0].signature.as_ref().unwrap()));
+        assert!(!is_localized(out[1].signature.as_ref().unwrap()));
         assert_eq!(
             out[0].detail,
             format!(
                 "crossbar flow, line 7 `Mov - 0 - 4 - 8` (printed by {SITE}): reads 4 never-written \
-                 elements; also wrong: wordline flow: output 0: 2 of 8 elements differ (at [0, 1]: \
-                 3 instead of 5); first wrong node n0 (conv), written by line 3 `load - 0 - 4 - 8`"
+                 elements"
             )
         );
+        // One line failing the same way at two levels is one outcome.
+        let twice = Check {
+            levels: vec![
+                level(Level::Core, &[], fault(op(7, "Mov", Some(SITE)))),
+                level(Level::Crossbar, &[], fault(op(3, "Mov", Some(SITE)))),
+            ],
+        }
+        .outcomes();
+        assert_eq!(twice.len(), 1);
     }
 
     #[test]
@@ -761,6 +871,55 @@ mod tests {
     }
 
     #[test]
+    fn a_network_wrong_only_by_its_biases_is_one_bias_finding() {
+        let out = Check {
+            levels: vec![
+                level(
+                    Level::Core,
+                    &[],
+                    wrong(Some(op(1, "CIM.read_core-conv", Some(SITE)))),
+                ),
+                level(Level::Core, &["bias"], Verdict::Exact),
+            ],
+        }
+        .outcomes();
+        let sigs: Vec<String> = out
+            .iter()
+            .map(|o| o.signature.clone().unwrap().to_string())
+            .collect();
+        assert_eq!(sigs, ["mismatch: biases left out"]);
+        assert!(out[0]
+            .detail
+            .ends_with("; without its biases every output is exact"));
+        assert!(!is_localized(out[0].signature.as_ref().unwrap()));
+    }
+
+    #[test]
+    fn what_is_still_wrong_without_the_biases_is_a_finding_of_its_own() {
+        let out = Check {
+            levels: vec![
+                level(Level::Core, &[], wrong(Some(op(1, "Mov", Some(SITE))))),
+                level(Level::Core, &["bias"], fault(op(2, "Mov", Some(SITE)))),
+            ],
+        }
+        .outcomes();
+        let sigs: Vec<String> = out
+            .iter()
+            .map(|o| o.signature.clone().unwrap().to_string())
+            .collect();
+        assert_eq!(
+            sigs,
+            [
+                "mismatch: biases left out".to_string(),
+                format!("fault: made at {SITE}")
+            ]
+        );
+        assert!(out[1]
+            .detail
+            .starts_with("core flow (looking past bias), line 2"));
+    }
+
+    #[test]
     fn exact_levels_pass_and_unjudged_ones_are_no_verdict() {
         let pass = Check {
             levels: vec![level(Level::Core, &[], Verdict::Exact)],
@@ -782,5 +941,77 @@ mod tests {
         .outcomes();
         assert_eq!(none[0].kind, Kind::Poisoned);
         assert_eq!(none[0].detail, "crossbar: no model of pad");
+    }
+
+    use crate::arch::{Api, Arch};
+    use crate::case::CimCase;
+    use crate::data::bias_name;
+    use crate::generate::Setting;
+    use crate::network::{Node, Spelling, Src};
+
+    fn biased_case(bias: bool) -> CimCase {
+        let spelling = Spelling {
+            defaults: true,
+            kernel_shape: true,
+        };
+        CimCase {
+            network: Network {
+                input: vec![1, 3],
+                nodes: vec![
+                    Node {
+                        op: Op::Gemm {
+                            out: 2,
+                            bias,
+                            trans_b: false,
+                        },
+                        inputs: vec![Src::Input],
+                        spelling,
+                    },
+                    Node {
+                        op: Op::Relu,
+                        inputs: vec![Src::Node(0)],
+                        spelling,
+                    },
+                ],
+                outputs: vec![1],
+            },
+            setting: Setting {
+                arch: Arch::example(Api::Core),
+                input_precision: 8,
+                weight_precision: 8,
+            },
+            seed: 5,
+        }
+    }
+
+    #[test]
+    fn the_reference_without_biases_is_the_network_less_its_biases() {
+        assert!(unbiased_reference(
+            &biased_case(false).network,
+            &biased_case(false).files().unwrap().data
+        )
+        .is_none());
+        let biased = biased_case(true);
+        let files = biased.files().unwrap();
+        let (without, named) =
+            unbiased_reference(&biased.network, &files.data).expect("a biased layer");
+        let with = reference(&biased.network, &files.data).unwrap();
+        let bias = &files.data.params[&bias_name(0)];
+        // The layer itself: exactly its bias apart.
+        assert_eq!(
+            &with[0] - &without[0],
+            bias.view().into_shape_with_order(vec![1, 2]).unwrap()
+        );
+        assert!(
+            bias.iter().any(|&b| b != 0),
+            "seed 5 draws a bias that is not all zero"
+        );
+        // The reference of the same network without the bias.
+        let mut data = files.data.clone();
+        data.params.get_mut(&bias_name(0)).unwrap().fill(0);
+        assert_eq!(without, reference(&biased.network, &data).unwrap());
+        // By the names the machine knows the nodes by.
+        let names: Vec<&str> = named.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, ["n0_gemm", "n1_relu"]);
     }
 }
