@@ -606,6 +606,7 @@ impl Check {
                 let (_, _, wrong) = level_failure(judged);
                 let without = match &bias.verdict {
                     Verdict::Exact => "without its biases every output is exact",
+                    Verdict::Unjudged { .. } => "without its biases it could not be judged",
                     _ => "without its biases it is still wrong (a finding of its own)",
                 };
                 push(Outcome::finding(
