@@ -54,26 +54,28 @@ pub struct MetaOp {
 }
 
 impl MetaOp {
-    /// `made at codegen/CoreWise.py:96 (process_conv_node_cm)`, or `None` without an origin:
-    /// the localized cause of a finding at this meta-operator (see [`is_localized`]). The
-    /// meta-operator's name is left out: one line makes `Add` and `Mul` alike.
+    /// `Mov of codegen/CoreWise.py:process_conv_node_cm`, or `None` without an origin: the
+    /// place a finding at this meta-operator is localized to (see [`is_localized`]), in the
+    /// form of a crash's site. The line number is left out (a fix or a patch above it moves
+    /// it; the report gives it): the meta-operator and the function that made it name the
+    /// place.
     fn cause(&self) -> Option<String> {
-        self.origin.as_ref().map(|o| format!("{MADE_AT} {o}"))
+        let origin = self.origin.as_ref()?;
+        let (file, rest) = origin.split_once(':')?;
+        let function = rest.split_once(" (")?.1.strip_suffix(')')?;
+        Some(format!("{} of {file}:{function}", self.name))
     }
 }
 
-/// How a signature names the CIM-MLC line that made a meta-operator.
-const MADE_AT: &str = "made at";
-
-/// Whether a CIM-MLC signature names the code generator line behind its meta-operator (a
-/// fault or a first wrong value at a meta-operator whose origin is known): such findings merge
-/// by that line, whatever their outcome kind.
+/// Whether a CIM-MLC signature names the code generator function that made its meta-operator
+/// (a fault or a first wrong value at a meta-operator whose origin is known): such findings
+/// merge by it, whatever their outcome kind.
 pub fn is_localized(signature: &Signature) -> bool {
     matches!(signature.kind, Kind::Fault | Kind::Mismatch)
         && signature
             .detail
-            .strip_prefix(MADE_AT)
-            .is_some_and(|site| site.contains(".py:"))
+            .rsplit_once(" of ")
+            .is_some_and(|(_, site)| site.contains(".py:"))
 }
 
 /// A wrong element.
@@ -498,6 +500,7 @@ fn level_failure(l: &LevelCheck) -> (Kind, String, String) {
         Verdict::Fault { kind, at, detail } => (
             Kind::Fault,
             at.cause()
+                .map(|place| format!("{kind} at {place}"))
                 .unwrap_or_else(|| format!("{level}: {kind} in {}", at.name)),
             format!(
                 "{level} flow{past}, line {} `{}`{}: {detail}",
@@ -566,7 +569,7 @@ impl Check {
     /// beyond it adds that second failure; a wrong value in a biased network is the bias's own
     /// finding (`biases left out`) when the network without its biases is exact there, else
     /// both. A failure at a meta-operator whose making line is known is signed by that line
-    /// (`fault: made at codegen/CoreWise.py:97 (process_conv_node_cm)`), so one defect of the
+    /// (`fault: Mov in codegen/CoreWise.py:process_conv_node_cm`), so one defect of the
     /// code generator is one finding whatever network or outcome kind shows it, and outcomes
     /// of one signature at several levels are one.
     pub fn outcomes(&self) -> Vec<Outcome> {
@@ -770,7 +773,8 @@ mod tests {
         assert_eq!(
             sigs,
             [
-                format!("fault: made at {SITE}"),
+                "fault: read-never-written at Mov of codegen/CoreWise.py:process_conv_node_cm"
+                    .to_string(),
                 "mismatch: wordline: first wrong at conv by load".to_string()
             ]
         );
@@ -795,7 +799,7 @@ mod tests {
     }
 
     #[test]
-    fn a_wrong_value_and_a_fault_made_at_one_line_are_one_cause() {
+    fn a_wrong_value_and_a_fault_of_one_place_name_it_alike_and_a_moved_line_changes_nothing() {
         let a = Check {
             levels: vec![level(
                 Level::Core,
@@ -813,8 +817,23 @@ mod tests {
             b[0].signature.clone().unwrap(),
         );
         assert_eq!((a.kind, b.kind), (Kind::Mismatch, Kind::Fault));
-        assert_eq!(a.detail, b.detail);
+        assert_eq!(a.detail, "Mov of codegen/CoreWise.py:process_conv_node_cm");
+        assert!(b.detail.ends_with(&a.detail));
         assert!(is_localized(&a) && is_localized(&b));
+        // The same meta-operator made one line lower (a patch above it) signs alike.
+        let moved = Check {
+            levels: vec![level(
+                Level::Core,
+                &[],
+                wrong(Some(op(
+                    2,
+                    "Mov",
+                    Some("codegen/CoreWise.py:98 (process_conv_node_cm)"),
+                ))),
+            )],
+        }
+        .outcomes();
+        assert_eq!(moved[0].signature.as_ref(), Some(&a));
     }
 
     #[test]
@@ -829,7 +848,7 @@ mod tests {
             "fault: wordline: read-never-written in load"
         );
         assert!(!is_localized(&sig));
-        let crash = Signature::new(Kind::Crash, "made at codegen/X.py:1 (f)");
+        let crash = Signature::new(Kind::Crash, "TypeError of codegen/X.py:f: boom");
         assert!(!is_localized(&crash));
     }
 
@@ -862,8 +881,9 @@ mod tests {
         assert_eq!(
             sigs,
             [
-                "fault: made at codegen/WordlineWise.py:516 (process_conv_node_wlm)".to_string(),
-                format!("mismatch: made at {SITE}")
+                "fault: input-overrun at load of codegen/WordlineWise.py:process_conv_node_wlm"
+                    .to_string(),
+                "mismatch: CIM.read_wl of codegen/CoreWise.py:process_conv_node_cm".to_string()
             ]
         );
         assert!(out[1]
@@ -912,7 +932,8 @@ mod tests {
             sigs,
             [
                 "mismatch: biases left out".to_string(),
-                format!("fault: made at {SITE}")
+                "fault: read-never-written at Mov of codegen/CoreWise.py:process_conv_node_cm"
+                    .to_string()
             ]
         );
         assert!(out[1]
