@@ -6,3 +6,27 @@
 #![allow(clippy::all, clippy::pedantic, missing_docs, rustdoc::all)]
 
 include!(concat!(env!("OUT_DIR"), "/onnx.rs"));
+
+/// A model of one graph in ONNX's default operator domain, produced by pimdiff: the envelope
+/// every pimdiff export writes (the tensor target's cases, CIM-MLC's networks), so that the
+/// producer fields and the opset import are spelled once.
+pub fn pimdiff_model(
+    ir_version: i64,
+    opset: i64,
+    producer_version: &str,
+    doc_string: &str,
+    graph: GraphProto,
+) -> ModelProto {
+    ModelProto {
+        ir_version: Some(ir_version),
+        opset_import: vec![OperatorSetIdProto {
+            domain: Some(String::new()),
+            version: Some(opset),
+        }],
+        producer_name: Some("pimdiff".to_string()),
+        producer_version: Some(producer_version.to_string()),
+        doc_string: Some(doc_string.to_string()),
+        graph: Some(graph),
+        ..Default::default()
+    }
+}

@@ -10,8 +10,8 @@
 
 use pimdiff_onnx::{
     attribute_proto::AttributeType, tensor_proto::DataType, tensor_shape_proto, type_proto,
-    AttributeProto, GraphProto, ModelProto, NodeProto, OperatorSetIdProto, TensorProto,
-    TensorShapeProto, TypeProto, ValueInfoProto,
+    AttributeProto, GraphProto, ModelProto, NodeProto, TensorProto, TensorShapeProto, TypeProto,
+    ValueInfoProto,
 };
 use prost::Message;
 
@@ -144,21 +144,13 @@ pub fn model(network: &Network, data: &NetData) -> Result<ModelProto, ShapeError
         output: outputs,
         ..Default::default()
     };
-    Ok(ModelProto {
-        ir_version: Some(IR_VERSION),
-        opset_import: vec![OperatorSetIdProto {
-            domain: Some(String::new()),
-            version: Some(OPSET),
-        }],
-        producer_name: Some("pimdiff".to_string()),
-        producer_version: Some(env!("CARGO_PKG_VERSION").to_string()),
-        doc_string: Some(
-            "A pimdiff network for CIM-MLC: float32 tensors holding integers (docs/cim-mlc.md)."
-                .to_string(),
-        ),
-        graph: Some(graph),
-        ..Default::default()
-    })
+    Ok(pimdiff_onnx::pimdiff_model(
+        IR_VERSION,
+        OPSET,
+        env!("CARGO_PKG_VERSION"),
+        "A pimdiff network for CIM-MLC: float32 tensors holding integers (docs/cim-mlc.md).",
+        graph,
+    ))
 }
 
 fn push_unless_default(

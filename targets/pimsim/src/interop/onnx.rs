@@ -29,8 +29,8 @@ use prost::Message;
 
 use super::onnx_proto::{
     attribute_proto::AttributeType, tensor_proto::DataType, tensor_shape_proto, type_proto,
-    AttributeProto, GraphProto, ModelProto, NodeProto, OperatorSetIdProto, TensorProto,
-    TensorShapeProto, TypeProto, ValueInfoProto,
+    AttributeProto, GraphProto, ModelProto, NodeProto, TensorProto, TensorShapeProto, TypeProto,
+    ValueInfoProto,
 };
 
 /// The default-domain opset the model imports: 17 (`Relu` on int32 needs 14 or newer).
@@ -100,21 +100,13 @@ pub fn model(case: &Case) -> ModelProto {
         output: vec![value_info(OUTPUT, DataType::Int32, &spec.output_shape())],
         ..Default::default()
     };
-    ModelProto {
-        ir_version: Some(IR_VERSION),
-        opset_import: vec![OperatorSetIdProto {
-            domain: Some(String::new()),
-            version: Some(OPSET),
-        }],
-        producer_name: Some("pimdiff".to_string()),
-        producer_version: Some(env!("CARGO_PKG_VERSION").to_string()),
-        doc_string: Some(
-            "A pimdiff case: int8 input and weights, exact int32 result (docs/case-format.md)."
-                .to_string(),
-        ),
-        graph: Some(graph),
-        ..Default::default()
-    }
+    pimdiff_onnx::pimdiff_model(
+        IR_VERSION,
+        OPSET,
+        env!("CARGO_PKG_VERSION"),
+        "A pimdiff case: int8 input and weights, exact int32 result (docs/case-format.md).",
+        graph,
+    )
 }
 
 /// Links the steps into nodes: each step's empty input names the previous step's output; the
