@@ -28,6 +28,7 @@ use serde::{Deserialize, Serialize};
 use pimdiff_engine::finding::{Kind, Signature};
 
 use crate::arch::Level;
+use crate::blame::{blame, Blame};
 use crate::data::NetData;
 use crate::data::{bias_name, weight_name, INPUT};
 use crate::driver::Output;
@@ -59,7 +60,7 @@ impl MetaOp {
     /// form of a crash's site. The line number is left out (a fix or a patch above it moves
     /// it; the report gives it): the meta-operator and the function that made it name the
     /// place.
-    fn cause(&self) -> Option<String> {
+    pub(crate) fn cause(&self) -> Option<String> {
         let origin = self.origin.as_ref()?;
         let (file, rest) = origin.split_once(':')?;
         let function = rest.split_once(" (")?.1.strip_suffix(')')?;
@@ -110,6 +111,9 @@ pub enum Verdict {
         kind: String,
         at: MetaOp,
         detail: String,
+        /// The cause when CIM-MLC's own state puts it elsewhere than `at` ([`crate::blame`]).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        blame: Option<Blame>,
     },
     /// The machine cannot judge the flow (a meta-operator it does not model, a layout it
     /// cannot place).
@@ -410,6 +414,7 @@ fn run_level(
                 kind: fault_name(&f.kind),
                 at: meta(f.line, f.node.as_ref().map(|n| n.index)),
                 detail: f.kind.to_string(),
+                blame: blame(chip, &f, |line, node| meta(line, Some(node))),
             },
             0,
         ),
@@ -497,16 +502,29 @@ fn level_failure(l: &LevelCheck) -> (Kind, String, String) {
         format!(" (looking past {})", l.past.join(", "))
     };
     match &l.verdict {
-        Verdict::Fault { kind, at, detail } => (
+        Verdict::Fault {
+            kind,
+            at,
+            detail,
+            blame,
+        } => (
             Kind::Fault,
-            at.cause()
-                .map(|place| format!("{kind} at {place}"))
-                .unwrap_or_else(|| format!("{level}: {kind} in {}", at.name)),
+            match blame {
+                Some(b) => b.cause.clone(),
+                None => at
+                    .cause()
+                    .map(|place| format!("{kind} at {place}"))
+                    .unwrap_or_else(|| format!("{level}: {kind} in {}", at.name)),
+            },
             format!(
-                "{level} flow{past}, line {} `{}`{}: {detail}",
+                "{level} flow{past}, line {} `{}`{}: {detail}{}",
                 at.line,
                 at.text.trim(),
-                printed_by(at)
+                printed_by(at),
+                blame
+                    .as_ref()
+                    .map(|b| format!("; {}", b.why))
+                    .unwrap_or_default()
             ),
         ),
         Verdict::Wrong {
@@ -685,12 +703,21 @@ impl Check {
                         ))
                         .unwrap_or_default()
                 ),
-                Verdict::Fault { kind, at, detail } => {
+                Verdict::Fault {
+                    kind,
+                    at,
+                    detail,
+                    blame,
+                } => {
                     format!(
-                        "fault `{kind}` at line {} `{}`{}: {detail}",
+                        "fault `{kind}` at line {} `{}`{}: {detail}{}",
                         at.line,
                         at.text.trim(),
-                        printed_by(at)
+                        printed_by(at),
+                        blame
+                            .as_ref()
+                            .map(|b| format!("; {}", b.why))
+                            .unwrap_or_default()
                     )
                 }
                 Verdict::Unjudged { why } => format!("not judged: {why}"),
@@ -735,6 +762,7 @@ mod tests {
             kind: "read-never-written".into(),
             at,
             detail: "reads 4 never-written elements".into(),
+            blame: None,
         }
     }
 
@@ -862,6 +890,7 @@ mod tests {
                 Some("codegen/WordlineWise.py:516 (process_conv_node_wlm)"),
             ),
             detail: "a second load before an activation".into(),
+            blame: None,
         };
         let out = Check {
             levels: vec![

@@ -16,6 +16,7 @@
 //! `docs/cim-mlc.md` is the target's page, `docs/cim-mlc-isa.md` the machine's semantics.
 
 pub mod arch;
+pub mod blame;
 pub mod case;
 pub mod check;
 pub mod data;

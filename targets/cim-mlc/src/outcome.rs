@@ -7,7 +7,7 @@
 //! | the driver process died | `crash` | how it ended |
 //! | still compiling at the deadline | `hang` | `hang: compile` |
 //! | CIM-MLC declines the network | `unsupported` | — (counted per reason) |
-//! | a flow reads what nothing wrote, or outside a buffer | `fault` | granularity, fault kind, meta-operator |
+//! | a flow reads what nothing wrote, or outside a buffer | `fault` | fault kind, meta-operator and the CIM-MLC function that made it; or the CIM-MLC state it obeyed (`crate::blame`) |
 //! | a flow computes a wrong value | `mismatch` | the granularities that are wrong, the operator of the first wrong node, the meta-operator that wrote it |
 //! | the tooling could not judge | `poisoned` | — (counted, never a finding) |
 //!

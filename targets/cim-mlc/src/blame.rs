@@ -1,0 +1,185 @@
+//! Whose a fault is: the meta-operator that made the access, or the CIM-MLC state it obeyed.
+//!
+//! Why: the machine stops at the meta-operator that touched the wrong place, and by default a
+//! fault is signed by the code generator line that printed it ([`crate::check`]). But a
+//! meta-operator that did exactly what CIM-MLC's own state told it (`layout.json`: each node's
+//! `memoryaddr`, `ofmsize`, `corestart`, `dup`, `core_num`) is not where the defect is, and
+//! signing by it files one defect once per operator that happens to meet it: an allocator that
+//! lets a tensor run past the global buffer's end shows as an out-of-bounds `Relu`, `Add`,
+//! `Mov`, `CIM.read_xb`, … at every granularity. So the state decides:
+//!
+//! | fault | CIM-MLC's state says | the fault is signed by |
+//! |---|---|---|
+//! | a read of what nothing wrote, inside the output a source node of the reader was given | the reader read the right place | the source node: its last meta-operator before the read (signed as if that one had faulted), or, when it has none before, that it was computed after its reader or not at all at this level |
+//! | an access past the buffer's end, inside a tensor CIM-MLC placed across that end | the meta-operator stayed in its tensor | the allocator, `codegen/Addr.py` (one cause for every operator and level) |
+//! | a core or crossbar past the chip's, inside the cores CIM-MLC mapped a node's copies to | the meta-operator named its node's cores | the mapping, `optimization/CoreDup.py:get_corewise_dup` |
+//!
+//! Anything else stays the printing meta-operator's.
+
+use pimdiff_cim_mlc::layout::Node;
+use pimdiff_cim_mlc::{Chip, Fault, FaultKind};
+use serde::{Deserialize, Serialize};
+
+use crate::check::MetaOp;
+
+/// A fault's cause when it is not the meta-operator that faulted.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Blame {
+    /// The signature detail (localized when it names a CIM-MLC function).
+    pub cause: String,
+    /// Why, for people: the state that says so.
+    pub why: String,
+}
+
+/// The signature detail of a tensor CIM-MLC placed across the global buffer's end.
+pub const ACROSS_BUFFER_END: &str =
+    "out-of-bounds at a tensor placed across the global buffer's end of codegen/Addr.py:AddrGenerator";
+
+/// The signature detail of weights mapped to cores the chip does not have.
+pub const MAPPED_PAST_CHIP: &str =
+    "weights mapped past the chip's cores of optimization/CoreDup.py:get_corewise_dup";
+
+/// The cause of `fault` when CIM-MLC's state puts it elsewhere than the faulting meta-operator
+/// (see the module docs); `made_by(line, node)` is the meta-operator of a flow line.
+pub fn blame(
+    chip: &Chip<'_>,
+    fault: &Fault,
+    made_by: impl Fn(u32, usize) -> MetaOp,
+) -> Option<Blame> {
+    let layout = chip.layout();
+    match &fault.kind {
+        FaultKind::ReadNeverWritten { addr } => {
+            let reader = &layout.nodes[fault.node.as_ref()?.index];
+            let addr = i64::try_from(*addr).ok()?;
+            let source = layout
+                .nodes
+                .iter()
+                .filter(|n| n.outputs.iter().any(|o| reader.inputs.contains(o)))
+                .find(|n| region(n).is_some_and(|(s, e)| (s..e).contains(&addr)))?;
+            Some(unwritten_source(chip, fault, reader, source, made_by))
+        }
+        FaultKind::OutOfBounds { addr, size } => {
+            let size = i64::try_from(*size).ok()?;
+            let (node, (start, end)) = layout.nodes.iter().find_map(|n| {
+                let (s, e) = region(n)?;
+                (s < size && e > size && (size..e).contains(addr)).then_some((n, (s, e)))
+            })?;
+            Some(Blame {
+                cause: ACROSS_BUFFER_END.to_string(),
+                why: format!(
+                    "CIM-MLC placed the output of n{} ({}) at [{start}, {end}) in a buffer of \
+                     {size}: its allocator wraps the address after a tensor, not the tensor \
+                     (codegen/Addr.py)",
+                    node.index, node.op_type
+                ),
+            })
+        }
+        FaultKind::CoreOutOfChip { core, cores } => mapped_past(chip, *core, *cores),
+        FaultKind::CrossbarOutOfChip { xb, .. } => {
+            let per_core = i64::try_from(layout.chip.crossbars_per_core.max(1)).ok()?;
+            mapped_past(chip, xb / per_core, layout.chip.cores)
+        }
+        _ => None,
+    }
+}
+
+/// `[start, end)` of the output CIM-MLC gave `node`: its `memoryaddr`'s last address and
+/// `ofmsize`'s element count.
+fn region(node: &Node) -> Option<(i64, i64)> {
+    let start = node.output_addr()?;
+    let len = node
+        .ints("ofmsize")?
+        .iter()
+        .try_fold(1i64, |a, &d| a.checked_mul(d))?;
+    Some((start, start.checked_add(len)?))
+}
+
+/// A read of `source`'s output that nothing wrote: the blame of `source`'s meta-operators.
+fn unwritten_source(
+    chip: &Chip<'_>,
+    fault: &Fault,
+    reader: &Node,
+    source: &Node,
+    made_by: impl Fn(u32, usize) -> MetaOp,
+) -> Blame {
+    let level = fault.level;
+    let lines: Vec<u32> = chip
+        .flows()
+        .get(level)
+        .map(|flow| {
+            flow.lines
+                .iter()
+                .enumerate()
+                .filter(|(i, l)| {
+                    l.op().is_some()
+                        && chip
+                            .origin(level, *i)
+                            .is_some_and(|o| o.node == source.index)
+                })
+                .map(|(_, l)| l.number)
+                .collect()
+        })
+        .unwrap_or_default();
+    let what = format!(
+        "n{} ({}) reads the output CIM-MLC gave n{} ({})",
+        reader.index, reader.op_type, source.index, source.op_type
+    );
+    if let Some(&last) = lines.iter().rev().find(|&&l| l < fault.line) {
+        let by = made_by(last, source.index);
+        let why = format!(
+            "{what}, which n{}'s meta-operators up to line {last} `{}` left unwritten there",
+            source.index,
+            by.text.trim()
+        );
+        // Signed as if the meta-operator had faulted itself: the place to fix is the same
+        // (a conv's trailing `Mov` that moves its result off shows both ways).
+        let cause = match by.cause() {
+            Some(place) => format!("read-never-written at {place}"),
+            None => format!("{level}: read-never-written in {}", by.name),
+        };
+        return Blame { cause, why };
+    }
+    if lines.is_empty() {
+        Blame {
+            cause: format!("{level}: the output of {} never computed", source.op_type),
+            why: format!(
+                "{what}; no meta-operator of n{} is in the {level} flow",
+                source.index
+            ),
+        }
+    } else {
+        Blame {
+            cause: format!(
+                "{level}: the output of {} read before it is computed",
+                source.op_type
+            ),
+            why: format!(
+                "{what}; n{}'s meta-operators come later in the {level} flow (from line {})",
+                source.index, lines[0]
+            ),
+        }
+    }
+}
+
+/// A core `core` past the chip's `cores` that CIM-MLC's mapping gave a node's copies.
+fn mapped_past(chip: &Chip<'_>, core: i64, cores: usize) -> Option<Blame> {
+    let cores = i64::try_from(cores).ok()?;
+    chip.layout()
+        .nodes
+        .iter()
+        .filter(|n| n.is_weighted())
+        .find_map(|n| {
+            let start = n.int("corestart")?;
+            let end = start.checked_add(n.int("core_num")?.checked_mul(n.int("dup")?)?)?;
+            (end > cores && (start..end).contains(&core)).then(|| Blame {
+                cause: MAPPED_PAST_CHIP.to_string(),
+                why: format!(
+                    "CIM-MLC mapped n{} ({})'s {} copies to cores [{start}, {end}) of a chip of \
+                     {cores} (corestart, dup, core_num)",
+                    n.index,
+                    n.op_type,
+                    n.int("dup").unwrap_or(0)
+                ),
+            })
+        })
+}
