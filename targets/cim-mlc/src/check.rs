@@ -96,7 +96,8 @@ pub enum Verdict {
     /// Every output equals the reference.
     Exact,
     /// An output differs; `node` is the first node (in graph order) whose value differs when
-    /// its meta-operators are done, `by` the last of them.
+    /// its meta-operators are done, `by` the meta-operator that wrote its first wrong element —
+    /// or, when nothing wrote it (`unwritten`), the node's last meta-operator, which should have.
     Wrong {
         output: usize,
         differing: usize,
@@ -105,6 +106,8 @@ pub enum Verdict {
         node: Option<usize>,
         op: Option<String>,
         by: Option<MetaOp>,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        unwritten: bool,
     },
     /// The flow read what nothing wrote, or outside a buffer.
     Fault {
@@ -398,12 +401,11 @@ fn run_level(
                 network,
                 reference,
                 &f,
-                |d| {
-                    let by = match d.writer {
-                        Some(Writer::Line(line)) => Some(meta(line, Some(d.node))),
-                        _ => None,
-                    };
-                    (d.node, by)
+                |d| match d.writer {
+                    Some(Writer::Line(line)) => (d.node, Some(meta(line, Some(d.node))), false),
+                    // Nothing wrote it: the node's own meta-operators left it out.
+                    None => (d.node, Some(meta(d.after_line, Some(d.node))), true),
+                    Some(Writer::Host) => (d.node, None, false),
                 },
                 localizer.divergence.as_ref(),
             );
@@ -439,7 +441,7 @@ fn compare_outputs(
     network: &Network,
     reference: &[ndarray::ArrayD<i64>],
     finished: &Finished,
-    culprit: impl Fn(&Divergence) -> (usize, Option<MetaOp>),
+    culprit: impl Fn(&Divergence) -> (usize, Option<MetaOp>, bool),
     divergence: Option<&Divergence>,
 ) -> Verdict {
     for (k, &node) in network.outputs.iter().enumerate() {
@@ -458,9 +460,9 @@ fn compare_outputs(
             .collect();
         if let Some(&first) = wrong.first() {
             let index = unravel(first, want.shape());
-            let (node, by) = match divergence.map(&culprit) {
-                Some((n, by)) => (Some(n), by),
-                None => (None, None),
+            let (node, by, unwritten) = match divergence.map(&culprit) {
+                Some((n, by, unwritten)) => (Some(n), by, unwritten),
+                None => (None, None, false),
             };
             return Verdict::Wrong {
                 output: k,
@@ -474,6 +476,7 @@ fn compare_outputs(
                 op: node.map(|n| network.nodes[n].op.onnx_type().to_string()),
                 node,
                 by,
+                unwritten,
             };
         }
     }
@@ -535,17 +538,31 @@ fn level_failure(l: &LevelCheck) -> (Kind, String, String) {
             node,
             op,
             by,
+            unwritten,
         } => {
             let sig = match (op, by) {
+                // An element its node never wrote: the place a read of it faults at.
+                (_, Some(by)) if by.origin.is_some() && *unwritten => by
+                    .cause()
+                    .map(|place| format!("read-never-written at {place}"))
+                    .unwrap_or_default(),
                 (_, Some(by)) if by.origin.is_some() => by.cause().unwrap_or_default(),
+                (Some(op), Some(_)) if *unwritten => {
+                    format!("{level}: {op} leaves an element unwritten")
+                }
                 (Some(op), Some(by)) => format!("{level}: first wrong at {op} by {}", by.name),
                 (Some(op), None) => format!("{level}: first wrong at {op}"),
                 _ => format!("{level}: wrong output"),
             };
             let at = match (node, by) {
                 (Some(n), Some(by)) => format!(
-                    "; first wrong node n{n}{}, written by line {} `{}`{}",
+                    "; first wrong node n{n}{}, {} line {} `{}`{}",
                     op.as_ref().map(|o| format!(" ({o})")).unwrap_or_default(),
+                    if *unwritten {
+                        "whose element nothing wrote, its last meta-operator"
+                    } else {
+                        "written by"
+                    },
                     by.line,
                     by.text.trim(),
                     printed_by(by)
@@ -779,6 +796,7 @@ mod tests {
             node: Some(0),
             op: Some("conv".into()),
             by,
+            unwritten: false,
         }
     }
 
@@ -862,6 +880,45 @@ mod tests {
         }
         .outcomes();
         assert_eq!(moved[0].signature.as_ref(), Some(&a));
+    }
+
+    #[test]
+    fn an_element_its_node_never_wrote_is_signed_as_the_read_of_it_faults() {
+        // A Relu that drops its last element: a network ending at it is wrong by an element
+        // nothing wrote, a network reading it faults; both at the Relu's meta-operator.
+        let mut never = wrong(Some(op(6, "Relu", Some(SITE))));
+        if let Verdict::Wrong {
+            unwritten, first, ..
+        } = &mut never
+        {
+            *unwritten = true;
+            first.got = None;
+        }
+        let out = Check {
+            levels: vec![level(Level::Core, &[], never)],
+        }
+        .outcomes();
+        let read = Check {
+            levels: vec![level(Level::Core, &[], fault(op(9, "Relu", Some(SITE))))],
+        }
+        .outcomes();
+        let (sig, read) = (
+            out[0].signature.clone().unwrap(),
+            read[0].signature.clone().unwrap(),
+        );
+        assert_eq!(
+            sig.to_string(),
+            "mismatch: read-never-written at Relu of codegen/CoreWise.py:process_conv_node_cm"
+        );
+        assert_eq!(sig.detail, read.detail);
+        assert!(is_localized(&sig));
+        assert!(
+            out[0]
+                .detail
+                .contains("nothing written instead of 5); first wrong node n0 (conv), whose element nothing wrote, its last meta-operator line 6 `Relu - 0 - 4 - 8`"),
+            "{}",
+            out[0].detail
+        );
     }
 
     #[test]
