@@ -13,7 +13,7 @@ use crate::check::Check;
 use crate::driver::{CaseFiles, Compile, Compiled, Driver, Protocol};
 use crate::generate::{NetConfig, Setting};
 use crate::network::{Network, ShapeError};
-use crate::outcome::{compile_outcome, Outcome};
+use crate::outcome::{compile_outcome, input_reader_crash, Outcome};
 use crate::tree::Tree;
 
 /// A case of the CIM-MLC target.
@@ -122,6 +122,9 @@ impl CaseContext {
                 let outcomes = check.outcomes();
                 (Some(check), outcomes)
             }
+            (Compile::Exception(e), Some(_)) if self.compiles_with_input_behind(case) => {
+                (None, vec![input_reader_crash(e)])
+            }
             (_, Some(o)) => (None, vec![o]),
             (_, None) => (None, Vec::new()),
         };
@@ -130,6 +133,22 @@ impl CaseContext {
             compile: Some(compile),
             check,
             outcomes,
+        }
+    }
+
+    /// Whether `case`'s network compiles with its input put behind a weighted operator (see
+    /// [`input_reader_crash`]): one more compile, for a case that raised.
+    fn compiles_with_input_behind(&self, case: &CimCase) -> bool {
+        let Some(network) = case.network.with_input_behind_an_operator() else {
+            return false;
+        };
+        let probe = CimCase {
+            network,
+            ..case.clone()
+        };
+        match probe.files() {
+            Ok(files) => matches!(self.compile(&files).result, Compile::Compiled(_)),
+            Err(_) => false,
         }
     }
 

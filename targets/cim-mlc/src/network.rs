@@ -250,6 +250,53 @@ impl Network {
             .filter(|&i| self.nodes[i].inputs.contains(&src))
             .collect()
     }
+
+    /// The same network with its input behind one weighted operator of the input's shape (a
+    /// 1×1 convolution `C → C`, or a Gemm `N → N` on a `[1, N]` input), every attribute written,
+    /// that every former reader of the input reads instead: what a crash is tried on to tell
+    /// whether it is about an operator reading the network's input (`crate::outcome`). `None`
+    /// for an input of another rank.
+    pub fn with_input_behind_an_operator(&self) -> Option<Network> {
+        let op = match self.input.as_slice() {
+            [1, c, _, _] => Op::Conv {
+                out_channels: *c,
+                kernel: [1, 1],
+                stride: [1, 1],
+                pads: [0; 4],
+                group: 1,
+                bias: false,
+            },
+            [1, n] => Op::Gemm {
+                out: *n,
+                bias: false,
+                trans_b: false,
+            },
+            _ => return None,
+        };
+        let front = Node {
+            op,
+            inputs: vec![Src::Input],
+            spelling: Spelling {
+                defaults: true,
+                kernel_shape: true,
+            },
+        };
+        let moved = |s: &Src| match s {
+            Src::Input => Src::Node(0),
+            Src::Node(j) => Src::Node(j + 1),
+        };
+        let nodes = std::iter::once(front)
+            .chain(self.nodes.iter().map(|n| Node {
+                inputs: n.inputs.iter().map(moved).collect(),
+                ..n.clone()
+            }))
+            .collect();
+        Some(Network {
+            input: self.input.clone(),
+            nodes,
+            outputs: self.outputs.iter().map(|o| o + 1).collect(),
+        })
+    }
 }
 
 /// The output shape of `op` on inputs of shapes `ins`, or why there is none.
@@ -362,6 +409,60 @@ mod tests {
             inputs: vec![from],
             spelling: Spelling::default(),
         }
+    }
+
+    #[test]
+    fn the_input_put_behind_an_operator_feeds_every_former_reader() {
+        let net = Network {
+            input: vec![1, 3, 4, 4],
+            nodes: vec![
+                Node {
+                    op: Op::Relu,
+                    inputs: vec![Src::Input],
+                    spelling: Spelling::default(),
+                },
+                Node {
+                    op: Op::Concat,
+                    inputs: vec![Src::Node(0), Src::Input],
+                    spelling: Spelling::default(),
+                },
+            ],
+            outputs: vec![1],
+        };
+        let behind = net.with_input_behind_an_operator().unwrap();
+        assert_eq!(
+            behind.nodes[0].op,
+            Op::Conv {
+                out_channels: 3,
+                kernel: [1, 1],
+                stride: [1, 1],
+                pads: [0; 4],
+                group: 1,
+                bias: false,
+            }
+        );
+        assert_eq!(behind.nodes[0].inputs, [Src::Input]);
+        assert_eq!(behind.nodes[1].inputs, [Src::Node(0)]);
+        assert_eq!(behind.nodes[2].inputs, [Src::Node(1), Src::Node(0)]);
+        assert_eq!(behind.outputs, [2]);
+        assert_eq!(behind.shapes().unwrap()[1..], net.shapes().unwrap());
+        let flat = Network {
+            input: vec![1, 5],
+            nodes: vec![Node {
+                op: Op::Relu,
+                inputs: vec![Src::Input],
+                spelling: Spelling::default(),
+            }],
+            outputs: vec![0],
+        };
+        assert_eq!(
+            flat.with_input_behind_an_operator().unwrap().nodes[0].op,
+            Op::Gemm {
+                out: 5,
+                bias: false,
+                trans_b: false
+            }
+        );
     }
 
     #[test]

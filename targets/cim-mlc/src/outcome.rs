@@ -4,6 +4,7 @@
 //! | what happened | kind | signature |
 //! |---|---|---|
 //! | an exception in CIM-MLC | `crash` | exception type, the innermost CIM-MLC frame's file and function, the message with its numbers abstracted |
+//! | an exception that goes away with the network's input behind a convolution | `crash` | the CIM-MLC pass that failed and `fails on an operator reading the network's input` |
 //! | the driver process died | `crash` | how it ended |
 //! | still compiling at the deadline | `hang` | `hang: compile` |
 //! | CIM-MLC declines the network | `unsupported` | — (counted per reason) |
@@ -58,6 +59,36 @@ pub fn exception_signature(e: &PyException) -> String {
     let first_line = e.message.lines().next().unwrap_or("");
     let message: String = abstract_message(first_line).chars().take(120).collect();
     format!("{}{at}: {message}", e.kind)
+}
+
+/// The outcome of an exception that goes away when the network's input is first put behind a
+/// weighted operator (`Network::with_input_behind_an_operator`): the crash is about an
+/// operator reading the network's input, one cause whatever handler trips over it (CIM-MLC
+/// raises a different exception in each: an empty source list indexed, a source address that
+/// is `None`), so it is signed by the CIM-MLC pass that failed (the innermost frame's
+/// directory: `codegen`, `optimization`) and not by the frame. The frame stays in the detail,
+/// in `finding.json` and in the report.
+pub fn input_reader_crash(e: &PyException) -> Outcome {
+    let pass = e
+        .site()
+        .map(|f| match f.file.split_once('/') {
+            Some((dir, _)) => dir.to_string(),
+            None => f.file.clone(),
+        })
+        .unwrap_or_else(|| "CIM-MLC".to_string());
+    let site = e
+        .site()
+        .map(|f| format!(" at {}:{} ({})", f.file, f.line, f.function))
+        .unwrap_or_default();
+    Outcome::finding(
+        Kind::Crash,
+        format!("{pass} fails on an operator reading the network's input"),
+        format!(
+            "{}: {}{site}; the same network with its input behind a 1×1 convolution compiles",
+            e.kind,
+            e.message.lines().next().unwrap_or("")
+        ),
+    )
 }
 
 /// The outcome of a compile that did not produce flows (`None` for one that did).
@@ -150,5 +181,53 @@ mod tests {
         })
         .unwrap();
         assert_eq!(hang.signature.unwrap().to_string(), "hang: compile");
+    }
+
+    #[test]
+    fn a_crash_about_the_networks_input_is_signed_by_the_pass_not_the_handler() {
+        let raised = |kind: &str, file: &str, function: &str, message: &str| PyException {
+            kind: kind.into(),
+            module: None,
+            message: message.into(),
+            frames: vec![Frame {
+                file: file.into(),
+                line: 130,
+                function: function.into(),
+            }],
+            raised_in: None,
+        };
+        let alu = input_reader_crash(&raised(
+            "IndexError",
+            "codegen/Addr.py",
+            "handle_alu_op",
+            "list index out of range",
+        ));
+        let pool = input_reader_crash(&raised(
+            "TypeError",
+            "codegen/CoreWise.py",
+            "process_pooling_node_cm",
+            "cannot unpack non-iterable NoneType object",
+        ));
+        let segment = input_reader_crash(&raised(
+            "TypeError",
+            "optimization/CorePipe.py",
+            "update_dup",
+            "unsupported operand",
+        ));
+        assert_eq!(
+            alu.signature.as_ref().unwrap().to_string(),
+            "crash: codegen fails on an operator reading the network's input"
+        );
+        assert_eq!(alu.signature, pool.signature);
+        assert_eq!(
+            segment.signature.unwrap().to_string(),
+            "crash: optimization fails on an operator reading the network's input"
+        );
+        assert_eq!(
+            pool.detail,
+            "TypeError: cannot unpack non-iterable NoneType object at codegen/CoreWise.py:130 \
+             (process_pooling_node_cm); the same network with its input behind a 1×1 \
+             convolution compiles"
+        );
     }
 }

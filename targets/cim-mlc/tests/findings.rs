@@ -47,6 +47,11 @@ struct Finding {
     exact_with: &'static [&'static str],
 }
 
+/// Root cause 2's signature: a crash in code generation that goes away with the network's
+/// input behind a convolution.
+const INPUT_READER_CODEGEN: &str =
+    "crash: codegen fails on an operator reading the network's input";
+
 const FINDINGS: &[Finding] = &[
     Finding {
         name: "conv-without-kernel-shape",
@@ -57,10 +62,54 @@ const FINDINGS: &[Finding] = &[
     },
     Finding {
         name: "mul-of-the-input",
-        plain: "crash: IndexError in codegen/Addr.py:handle_alu_op: list index out of range",
+        plain: INPUT_READER_CODEGEN,
         fixes: &["0002"],
         fixed: Fixed::NoCrash,
         exact_with: &["0011"],
+    },
+    // Root cause 2 raises a different exception in each handler (an empty source list
+    // indexed, a source address that is `None`): one signature for all of them.
+    Finding {
+        name: "relu-of-the-input",
+        plain: INPUT_READER_CODEGEN,
+        fixes: &["0002"],
+        fixed: Fixed::NoCrash,
+        exact_with: &[],
+    },
+    Finding {
+        name: "flatten-of-the-input-crossbar",
+        plain: INPUT_READER_CODEGEN,
+        fixes: &["0002"],
+        fixed: Fixed::NoCrash,
+        exact_with: &[],
+    },
+    Finding {
+        name: "maxpool-of-the-input-then-flatten",
+        plain: INPUT_READER_CODEGEN,
+        fixes: &["0002"],
+        fixed: Fixed::NoCrash,
+        exact_with: &[],
+    },
+    Finding {
+        name: "maxpool-of-the-input-twice",
+        plain: INPUT_READER_CODEGEN,
+        fixes: &["0002"],
+        fixed: Fixed::NoCrash,
+        exact_with: &[],
+    },
+    Finding {
+        name: "maxpool-of-the-input-then-relu",
+        plain: INPUT_READER_CODEGEN,
+        fixes: &["0002"],
+        fixed: Fixed::NoCrash,
+        exact_with: &[],
+    },
+    Finding {
+        name: "maxpool-of-the-input-then-add",
+        plain: INPUT_READER_CODEGEN,
+        fixes: &["0002"],
+        fixed: Fixed::NoCrash,
+        exact_with: &[],
     },
     Finding {
         name: "conv-larger-than-the-chip",
@@ -71,7 +120,8 @@ const FINDINGS: &[Finding] = &[
     },
     Finding {
         name: "maxpool-of-the-input-then-conv",
-        plain: "crash: TypeError in optimization/CorePipe.py:update_dup: unsupported operand type(s) for : 'NoneType' and 'int'",
+        // Root cause 4 (a segment starting with a pooling), in another pass than root cause 2.
+        plain: "crash: optimization fails on an operator reading the network's input",
         fixes: &["0002", "0004"],
         fixed: Fixed::NoCrash,
         exact_with: &["0011"],
