@@ -20,8 +20,6 @@ use pimdiff_cim_mlc::layout::Node;
 use pimdiff_cim_mlc::{Chip, Fault, FaultKind};
 use serde::{Deserialize, Serialize};
 
-use crate::check::MetaOp;
-
 /// A fault's cause when it is not the meta-operator that faulted.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Blame {
@@ -39,12 +37,23 @@ pub const ACROSS_BUFFER_END: &str =
 pub const MAPPED_PAST_CHIP: &str =
     "weights mapped past the chip's cores of optimization/CoreDup.py:get_corewise_dup";
 
+/// What the blame needs of a flow line's meta-operator (the check's `MetaOp`, which knows the
+/// CIM-MLC line that made it).
+pub struct Made {
+    /// `Mov of codegen/CoreWise.py:process_conv_node_cm`: where it was made, when known.
+    pub place: Option<String>,
+    /// Its name (`Mov`).
+    pub name: String,
+    /// The line's text.
+    pub text: String,
+}
+
 /// The cause of `fault` when CIM-MLC's state puts it elsewhere than the faulting meta-operator
-/// (see the module docs); `made_by(line, node)` is the meta-operator of a flow line.
+/// (see the module docs); `made_by(line, node)` describes the meta-operator of a flow line.
 pub fn blame(
     chip: &Chip<'_>,
     fault: &Fault,
-    made_by: impl Fn(u32, usize) -> MetaOp,
+    made_by: impl Fn(u32, usize) -> Made,
 ) -> Option<Blame> {
     let layout = chip.layout();
     match &fault.kind {
@@ -100,7 +109,7 @@ fn unwritten_source(
     fault: &Fault,
     reader: &Node,
     source: &Node,
-    made_by: impl Fn(u32, usize) -> MetaOp,
+    made_by: impl Fn(u32, usize) -> Made,
 ) -> Blame {
     let level = fault.level;
     let lines: Vec<u32> = chip
@@ -133,7 +142,7 @@ fn unwritten_source(
         );
         // Signed as if the meta-operator had faulted itself: the place to fix is the same
         // (a conv's trailing `Mov` that moves its result off shows both ways).
-        let cause = match by.cause() {
+        let cause = match by.place {
             Some(place) => format!("read-never-written at {place}"),
             None => format!("{level}: read-never-written in {}", by.name),
         };

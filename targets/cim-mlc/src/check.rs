@@ -28,7 +28,7 @@ use serde::{Deserialize, Serialize};
 use pimdiff_engine::finding::{Kind, Signature};
 
 use crate::arch::Level;
-use crate::blame::{blame, Blame};
+use crate::blame::{blame, Blame, Made};
 use crate::data::NetData;
 use crate::data::{bias_name, weight_name, INPUT};
 use crate::driver::Output;
@@ -60,7 +60,7 @@ impl MetaOp {
     /// form of a crash's site. The line number is left out (a fix or a patch above it moves
     /// it; the report gives it): the meta-operator and the function that made it name the
     /// place.
-    pub(crate) fn cause(&self) -> Option<String> {
+    fn cause(&self) -> Option<String> {
         let origin = self.origin.as_ref()?;
         let (file, rest) = origin.split_once(':')?;
         let function = rest.split_once(" (")?.1.strip_suffix(')')?;
@@ -416,7 +416,14 @@ fn run_level(
                 kind: fault_name(&f.kind),
                 at: meta(f.line, f.node.as_ref().map(|n| n.index)),
                 detail: f.kind.to_string(),
-                blame: blame(chip, &f, |line, node| meta(line, Some(node))),
+                blame: blame(chip, &f, |line, node| {
+                    let m = meta(line, Some(node));
+                    Made {
+                        place: m.cause(),
+                        name: m.name,
+                        text: m.text,
+                    }
+                }),
             },
             0,
         ),
