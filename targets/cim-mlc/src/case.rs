@@ -122,9 +122,6 @@ impl CaseContext {
                 let outcomes = check.outcomes();
                 (Some(check), outcomes)
             }
-            (Compile::Exception(e), Some(_)) if self.compiles_with_input_behind(case) => {
-                (None, vec![input_reader_crash(e)])
-            }
             (_, Some(o)) => (None, vec![o]),
             (_, None) => (None, Vec::new()),
         };
@@ -136,8 +133,26 @@ impl CaseContext {
         }
     }
 
-    /// Whether `case`'s network compiles with its input put behind a weighted operator (see
-    /// [`input_reader_crash`]): one more compile, for a case that raised.
+    /// Signs `run`'s crash (the run of `case`) by the input probe ([`input_reader_crash`])
+    /// when the network compiles with its input put behind a weighted operator; whether it
+    /// did. One more compile: the hunt asks it once per finding, of the minimized case (the
+    /// sweep and the minimizer go by the exception's own site), and `repro` of every crash.
+    pub fn probe_input(&self, case: &CimCase, run: &mut CaseRun) -> bool {
+        let Some(Compiled {
+            result: Compile::Exception(e),
+            ..
+        }) = &run.compile
+        else {
+            return false;
+        };
+        if !self.compiles_with_input_behind(case) {
+            return false;
+        }
+        run.outcomes = vec![input_reader_crash(e)];
+        true
+    }
+
+    /// Whether `case`'s network compiles with its input put behind a weighted operator.
     fn compiles_with_input_behind(&self, case: &CimCase) -> bool {
         let Some(network) = case.network.with_input_behind_an_operator() else {
             return false;

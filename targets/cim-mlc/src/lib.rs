@@ -38,8 +38,9 @@ use std::time::Duration;
 
 use pimdiff_engine::finding::{FindingMeta, Kind, Signature};
 use pimdiff_engine::hunt::grouping::Cause;
+use pimdiff_engine::hunt::target::minimize;
 use pimdiff_engine::hunt::watchdog::{Stage, StageClock};
-use pimdiff_engine::hunt::{Budget, Observation, Target};
+use pimdiff_engine::hunt::{Budget, Observation, Target, Triaged};
 
 use self::case::{CaseContext, CaseRun, CimCase};
 use self::files::Evidence;
@@ -121,6 +122,34 @@ impl Target for CimMlcTarget {
             localized: check::is_localized(signature),
             also: Vec::new(),
         }
+    }
+
+    /// The engine's minimization by the bucket's signature, then the input probe on the
+    /// minimized case: a crash that goes away with the network's input behind a convolution
+    /// is signed by the pass that failed (`outcome::input_reader_crash`), so the handlers one
+    /// such defect trips over (each raising its own exception) end as one finding.
+    fn triage(
+        &self,
+        case: &CimCase,
+        cause: &Cause,
+        budget: &Budget,
+        cancel: &AtomicBool,
+    ) -> Triaged<Self> {
+        let mut t = minimize(self, case, cause, budget, cancel);
+        if cause.signature.kind == Kind::Crash
+            && t.evidence.reproduced
+            && self.cases.probe_input(&t.case, &mut t.evidence.run)
+        {
+            if let Some(signature) = t.evidence.run.signatures().into_iter().next() {
+                t.evidence.signature = signature.clone();
+                t.cause = Cause {
+                    signature,
+                    localized: true,
+                    also: Vec::new(),
+                };
+            }
+        }
+        t
     }
 
     fn passes(&self) -> usize {

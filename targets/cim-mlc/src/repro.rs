@@ -114,7 +114,9 @@ pub fn repro(dir: &Path, tree: Option<&Path>, timeout: Duration) -> Result<Repla
         (None, _) => Tree::locate(None)?,
     };
     let ctx = CaseContext::new(NetConfig::default(), tree, timeout, Protocol::Serve);
-    let run = ctx.run_case(&case);
+    let mut run = ctx.run_case(&case);
+    // A crash the hunt signed by the input probe is judged by it again.
+    ctx.probe_input(&case, &mut run);
     ctx.driver.shutdown();
     let reproduces = run
         .signatures()

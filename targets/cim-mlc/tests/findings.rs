@@ -229,7 +229,10 @@ fn check_all(tree: Tree, judge: impl Fn(&Finding, Kind, &[String]) -> Option<Str
     );
     let mut wrong = Vec::new();
     for finding in FINDINGS {
-        let run = ctx.run_case(&case(finding.name));
+        // As the hunt signs a minimized crash (and `repro` judges one): with the input probe.
+        let case = case(finding.name);
+        let mut run = ctx.run_case(&case);
+        ctx.probe_input(&case, &mut run);
         let signatures: Vec<String> = run.signatures().iter().map(|s| s.to_string()).collect();
         if let Some(why) = judge(finding, run.kind(), &signatures) {
             wrong.push(format!("{}: {why}", finding.name));
