@@ -10,7 +10,7 @@
 //!
 //! | fault | CIM-MLC's state says | the fault is signed by |
 //! |---|---|---|
-//! | a read of what nothing wrote, inside the output a source node of the reader was given | the reader read the right place | the source node: its last meta-operator before the read (signed as if that one had faulted), or, when it has none before, that it was computed after its reader or not at all at this level |
+//! | a read of what nothing wrote, inside the output a source node of the reader was given | the reader read the right place | the source node: its last meta-operator before the read (signed as if that one had faulted); when it has none before, the level's schedule (it is computed after its reader) or, when it has none at all, its operator (never computed at this level) |
 //! | an access past the buffer's end, inside a tensor CIM-MLC placed across that end | the meta-operator stayed in its tensor | the allocator, `codegen/Addr.py` (one cause for every operator and level) |
 //! | a core or crossbar past the chip's, inside the cores CIM-MLC mapped a node's copies to | the meta-operator named its node's cores | the mapping, `optimization/CoreDup.py:get_corewise_dup` |
 //!
@@ -157,11 +157,11 @@ fn unwritten_source(
             ),
         }
     } else {
+        // The order is the level's schedule (each code generator times its node from its
+        // sources' ready times; the printer sorts by them): one mechanism, whichever pair of
+        // operators it puts out of order.
         Blame {
-            cause: format!(
-                "{level}: the output of {} read before it is computed",
-                source.op_type
-            ),
+            cause: format!("{level}: an operator's source read before it is computed"),
             why: format!(
                 "{what}; n{}'s meta-operators come later in the {level} flow (from line {})",
                 source.index, lines[0]

@@ -131,3 +131,23 @@ fn a_source_a_level_never_computes_is_signed_by_its_operator_and_level() {
         details[1]
     );
 }
+
+#[test]
+fn a_source_computed_after_its_reader_is_the_levels_schedule() {
+    // Gemm → Mul → Add at API Wordline: the crossbar flow prints the Add (line 1) before the
+    // Mul whose output it reads (line 3); at the wordline level the Mul leaves its output
+    // unwritten where the Add reads it: signed by the Mul's meta-operator.
+    let (sigs, details) = judged("gemm-mul-add-out-of-order");
+    assert_eq!(
+        sigs,
+        [
+            "fault: crossbar: an operator's source read before it is computed",
+            "fault: read-never-written at Mul of codegen/WordlineWise.py:process_aluOp_node_wlm",
+        ]
+    );
+    assert!(
+        details[0].contains("n2 (Add) reads the output CIM-MLC gave n1 (Mul); n1's meta-operators come later in the crossbar flow (from line 3)"),
+        "{}",
+        details[0]
+    );
+}
