@@ -4,10 +4,11 @@
 //! `case-description.json` and the `flows/` CIM-MLC compiled it into (flow files, `layout.json`,
 //! `origins.json`). The check runs on them again, without CIM-MLC: these need no tree.
 //!
-//! Before the blame, the six were filed under six signatures at the meta-operator that
-//! faulted (`out-of-bounds at Relu of codegen/CoreWise.py:…`, `read-never-written at Relu of
-//! codegen/CrossbarWise.py:…`, `core-out-of-chip at CIM.read_core-fc of …`, `crossbar-out-of-chip
-//! at load of codegen/WordlineWise.py:…`, …); CIM-MLC's own state puts four of them elsewhere.
+//! Before the blame, each was filed at the meta-operator that faulted (`out-of-bounds at Relu
+//! of codegen/CoreWise.py:…`, `read-never-written at Relu of codegen/CrossbarWise.py:…`,
+//! `core-out-of-chip at CIM.read_core-fc of …`, `crossbar-out-of-chip at load of
+//! codegen/WordlineWise.py:…`, `read-never-written at Add of …`), so one defect was filed once
+//! per operator and level that met it; CIM-MLC's own state puts most of them elsewhere.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
