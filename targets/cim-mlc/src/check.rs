@@ -352,6 +352,16 @@ fn setup<'a>(
     b.options(options).build().map_err(|e| e.to_string())
 }
 
+/// A meta-operator's name in a signature: its name, except that a `load` into the buffer (a
+/// crossbar's results, `WordlineWise.py:388`) is a `store` — CIM-MLC prints both directions
+/// as `load`, and a defect of one is not one of the other.
+fn signed_name(op: &pimdiff_cim_mlc::Op) -> String {
+    match op {
+        pimdiff_cim_mlc::Op::Store { .. } => "store".to_string(),
+        other => other.name().to_string(),
+    }
+}
+
 /// The ONNX node name `model.onnx` gives node `i`.
 fn node_name(i: usize, op: &Op) -> String {
     format!("n{i}_{}", op.onnx_type().to_ascii_lowercase())
@@ -389,7 +399,7 @@ fn run_level(
             line: line as usize,
             name: found
                 .and_then(|l| l.op())
-                .map_or(String::new(), |op| op.name().to_string()),
+                .map_or(String::new(), signed_name),
             text: found.map_or(String::new(), |l| l.text.clone()),
             node,
             origin: origins.site(level, line as usize).map(str::to_string),
@@ -403,9 +413,12 @@ fn run_level(
                 &f,
                 |d| match d.writer {
                     Some(Writer::Line(line)) => (d.node, Some(meta(line, Some(d.node))), false),
-                    // Nothing wrote it: the node's own meta-operators left it out.
-                    None => (d.node, Some(meta(d.after_line, Some(d.node))), true),
-                    Some(Writer::Host) => (d.node, None, false),
+                    // No line of the flow wrote it (nothing did, or only the host before the
+                    // run, where CIM-MLC let the node's result overlap the input): the node's
+                    // own meta-operators left it out.
+                    None | Some(Writer::Host) => {
+                        (d.node, Some(meta(d.after_line, Some(d.node))), true)
+                    }
                 },
                 localizer.divergence.as_ref(),
             );
@@ -566,7 +579,7 @@ fn level_failure(l: &LevelCheck) -> (Kind, String, String) {
                     "; first wrong node n{n}{}, {} line {} `{}`{}",
                     op.as_ref().map(|o| format!(" ({o})")).unwrap_or_default(),
                     if *unwritten {
-                        "whose element nothing wrote, its last meta-operator"
+                        "whose element no line of the flow wrote, its last meta-operator"
                     } else {
                         "written by"
                     },
@@ -922,7 +935,7 @@ mod tests {
         assert!(
             out[0]
                 .detail
-                .contains("nothing written instead of 5); first wrong node n0 (conv), whose element nothing wrote, its last meta-operator line 6 `Relu - 0 - 4 - 8`"),
+                .contains("nothing written instead of 5); first wrong node n0 (conv), whose element no line of the flow wrote, its last meta-operator line 6 `Relu - 0 - 4 - 8`"),
             "{}",
             out[0].detail
         );
