@@ -58,7 +58,7 @@ pub fn blame(
     let layout = chip.layout();
     match &fault.kind {
         FaultKind::ReadNeverWritten { addr } => {
-            let reader = &layout.nodes[fault.node.as_ref()?.index];
+            let reader = layout.nodes.get(fault.node.as_ref()?.index)?;
             let addr = i64::try_from(*addr).ok()?;
             let source = layout
                 .nodes
