@@ -2,7 +2,8 @@
 # Checks that every finding of a CIM-MLC hunt reproduces: `pimdiff repro DIR` must exit 1 (it
 # still shows), and a crash must also show with CIM-MLC's own, unchanged main.py run on the
 # saved model.onnx and arch.py (the command each report.md prints): the same exception type
-# raised at the same place (the innermost frame in CIM-MLC's sources, file and line).
+# raised at the same place (the innermost frame in CIM-MLC's sources, file and line), or, for a
+# driver killed at its memory limit, main.py's peak resident memory at or over that limit.
 #
 #   scripts/check-cim-mlc-findings.sh HUNT_OUT [TREE]
 #
@@ -40,16 +41,24 @@ for dir in "$out"/findings/*/; do
         read -r want_type want_site < <(python3 -c '
 import json, sys
 m = json.load(open(sys.argv[1]))
-print(m.get("message", "").split(":")[0], (m.get("frames") or ["?"])[0].split(" ")[0])' "$dir/finding.json")
+print((m.get("message") or "").split(":")[0], (m.get("frames") or ["?"])[0].split(" ")[0])' "$dir/finding.json")
         ifm="$(python3 -c 'import json,sys; print(" ".join(map(str, json.load(open(sys.argv[1]))["ifmsize"])))' "$dir/case.json")"
         prec="$(python3 -c 'import json,sys; c=json.load(open(sys.argv[1])); print(c["input_precision"], c["weight_precision"])' "$dir/case.json")"
         read -r ip wp <<< "$prec"
         work="$(mktemp -d)"
         cp -R "$tree/src/." "$work/" && cp "$dir/arch.py" "$work/configs/example_config.py"
-        (cd "$work" && "$tree/python" main.py -onnx_model_path "$dir/model.onnx" --ifmsize $ifm \
+        # main.py run under a wrapper that reports its peak resident memory (MiB), for a
+        # finding of the driver killed at its memory limit.
+        peak="$(cd "$work" && python3 - "$logs/$name.main-py.log" "$tree/python" main.py \
+            -onnx_model_path "$dir/model.onnx" --ifmsize $ifm \
             --input_precision "$ip" --weight_precision "$wp" \
-            --arch_config_module configs.example_config --output_dir "$work/out") \
-            > "$logs/$name.main-py.log" 2>&1
+            --arch_config_module configs.example_config --output_dir "$work/out" <<'PY'
+import resource, subprocess, sys
+with open(sys.argv[1], "w") as log:
+    subprocess.run(sys.argv[2:], stdout=log, stderr=subprocess.STDOUT)
+print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss // 1024)
+PY
+)"
         # The last frame of the traceback inside the copied sources, and the exception line.
         got="$(python3 - "$logs/$name.main-py.log" "$work" <<'PY'
 import re, sys
@@ -61,7 +70,17 @@ print(exc, "%s:%s" % frames[-1] if frames else "?")
 PY
 )"
         rm -rf "$work"
-        if [ "$got" = "$want_type $want_site" ]; then
+        # A driver killed at its memory limit: main.py must need as much (report.md's first
+        # line says the limit, `... over the limit of N MiB`).
+        limit="$(head -3 "$dir/report.md" | grep -o -m1 'over the limit of [0-9]* MiB' | grep -o '[0-9]*')"
+        if [ -n "$limit" ]; then
+            if [ "${peak:-0}" -ge "$limit" ]; then
+                verdict="$verdict; main.py: peak resident memory $peak MiB, over the limit of $limit MiB"
+            else
+                verdict="$verdict; main.py: peak resident memory ${peak:-?} MiB, under the limit of $limit MiB"
+                ok=0
+            fi
+        elif [ "$got" = "$want_type $want_site" ]; then
             verdict="$verdict; main.py: $got"
         else
             verdict="$verdict; main.py: $got (saved: $want_type $want_site)"
