@@ -42,7 +42,7 @@ use crate::reference::reference;
 pub struct MetaOp {
     /// The line in the flow file (1-based).
     pub line: usize,
-    /// Its name (`CIM.read_core-conv`, `Mov`, `load`, …).
+    /// Its name (`CIM.read_core-conv`, `Mov`, `load`, …; `store` for a `load` into the buffer).
     pub name: String,
     /// The line's text.
     pub text: String,
