@@ -76,18 +76,26 @@ pub fn input_reader_crash(e: &PyException) -> Outcome {
             None => f.file.clone(),
         })
         .unwrap_or_else(|| "CIM-MLC".to_string());
-    let site = e
-        .site()
-        .map(|f| format!(" at {}:{} ({})", f.file, f.line, f.function))
-        .unwrap_or_default();
     Outcome::finding(
         Kind::Crash,
         format!("{pass} fails on an operator reading the network's input"),
         format!(
-            "{}: {}{site}; the same network with its input behind a 1×1 convolution compiles",
-            e.kind,
-            e.message.lines().next().unwrap_or("")
+            "{}; the same network with its input behind a 1×1 convolution compiles",
+            exception_detail(e)
         ),
+    )
+}
+
+/// `TypeError: message at codegen/X.py:12 (function)`: an exception for people.
+fn exception_detail(e: &PyException) -> String {
+    let site = e
+        .site()
+        .map(|f| format!(" at {}:{} ({})", f.file, f.line, f.function))
+        .unwrap_or_default();
+    format!(
+        "{}: {}{site}",
+        e.kind,
+        e.message.lines().next().unwrap_or("")
     )
 }
 
@@ -96,19 +104,7 @@ pub fn compile_outcome(compile: &Compile) -> Option<Outcome> {
     Some(match compile {
         Compile::Compiled(_) => return None,
         Compile::Exception(e) => {
-            let site = e
-                .site()
-                .map(|f| format!(" at {}:{} ({})", f.file, f.line, f.function))
-                .unwrap_or_default();
-            Outcome::finding(
-                Kind::Crash,
-                exception_signature(e),
-                format!(
-                    "{}: {}{site}",
-                    e.kind,
-                    e.message.lines().next().unwrap_or("")
-                ),
-            )
+            Outcome::finding(Kind::Crash, exception_signature(e), exception_detail(e))
         }
         Compile::Died { status, stderr } => {
             let last = stderr
