@@ -382,6 +382,20 @@ impl<'a> Chip<'a> {
         self.origins.get(&level)?.get(index).copied().flatten()
     }
 
+    /// Every meta-operator line of `level` that belongs to a node, in flow order: its 1-based
+    /// line number and the node's index (empty without that level's flow).
+    pub fn node_lines(&self, level: Level) -> impl Iterator<Item = (u32, usize)> + '_ {
+        self.flows
+            .get(level)
+            .zip(self.origins.get(&level))
+            .into_iter()
+            .flat_map(|(flow, origins)| flow.lines.iter().zip(origins))
+            .filter_map(|(line, origin)| {
+                line.op()?;
+                Some((line.number, origin.as_ref()?.node))
+            })
+    }
+
     /// An observer that finds where a run of `level` first leaves the reference: `references`
     /// are nodes' results in ONNX's order (a node's first output), by node name; each is
     /// compared at the node's result address once the node's last line of `level` ran. Nodes
@@ -391,13 +405,12 @@ impl<'a> Chip<'a> {
         level: Level,
         references: &[(&str, &Tensor)],
     ) -> Result<Localizer, SetupError> {
-        let origins = self.origins.get(&level).ok_or(SetupError::NoFlow(level))?;
-        let flow = self.flows.get(level).ok_or(SetupError::NoFlow(level))?;
+        if !self.origins.contains_key(&level) || self.flows.get(level).is_none() {
+            return Err(SetupError::NoFlow(level));
+        }
         let mut last: BTreeMap<usize, u32> = BTreeMap::new();
-        for (line, origin) in flow.lines.iter().zip(origins) {
-            if let (Some(o), Some(_)) = (origin, line.op()) {
-                last.insert(o.node, line.number);
-            }
+        for (line, node) in self.node_lines(level) {
+            last.insert(node, line);
         }
         let mut checks = BTreeMap::new();
         for (name, tensor) in references {

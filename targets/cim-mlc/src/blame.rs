@@ -113,22 +113,10 @@ fn unwritten_source(
 ) -> Blame {
     let level = fault.level;
     let lines: Vec<u32> = chip
-        .flows()
-        .get(level)
-        .map(|flow| {
-            flow.lines
-                .iter()
-                .enumerate()
-                .filter(|(i, l)| {
-                    l.op().is_some()
-                        && chip
-                            .origin(level, *i)
-                            .is_some_and(|o| o.node == source.index)
-                })
-                .map(|(_, l)| l.number)
-                .collect()
-        })
-        .unwrap_or_default();
+        .node_lines(level)
+        .filter(|&(_, node)| node == source.index)
+        .map(|(line, _)| line)
+        .collect();
     let what = format!(
         "n{} ({}) reads the output CIM-MLC gave n{} ({})",
         reader.index, reader.op_type, source.index, source.op_type
