@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 
 use crate::data::{network_data, NetData};
-use pimdiff_engine::finding::Kind;
+use pimdiff_engine::finding::{Kind, Signature};
 
 use crate::check::Check;
 use crate::driver::{CaseFiles, Compile, Compiled, Driver, Protocol};
@@ -134,22 +134,25 @@ impl CaseContext {
     }
 
     /// Signs `run`'s crash (the run of `case`) by the input probe ([`input_reader_crash`])
-    /// when the network compiles with its input put behind a weighted operator; whether it
-    /// did. One more compile: the hunt asks it once per finding, of the minimized case (the
-    /// sweep and the minimizer go by the exception's own site), and `repro` of every crash.
-    pub fn probe_input(&self, case: &CimCase, run: &mut CaseRun) -> bool {
+    /// when the network compiles with its input put behind a weighted operator, and returns
+    /// that signature. One more compile: the hunt asks it once per finding, of the minimized
+    /// case (the sweep and the minimizer go by the exception's own site), and `repro` of every
+    /// crash.
+    pub fn probe_input(&self, case: &CimCase, run: &mut CaseRun) -> Option<Signature> {
         let Some(Compiled {
             result: Compile::Exception(e),
             ..
         }) = &run.compile
         else {
-            return false;
+            return None;
         };
         if !self.compiles_with_input_behind(case) {
-            return false;
+            return None;
         }
-        run.outcomes = vec![input_reader_crash(e)];
-        true
+        let outcome = input_reader_crash(e);
+        let signature = outcome.signature.clone();
+        run.outcomes = vec![outcome];
+        signature
     }
 
     /// Whether `case`'s network compiles with its input put behind a weighted operator.
@@ -168,7 +171,7 @@ impl CaseContext {
     }
 
     /// Whether `case` still shows `signature` (the minimizer's predicate).
-    pub fn shows(&self, case: &CimCase, signature: &pimdiff_engine::finding::Signature) -> bool {
+    pub fn shows(&self, case: &CimCase, signature: &Signature) -> bool {
         self.run_case(case)
             .outcomes
             .iter()

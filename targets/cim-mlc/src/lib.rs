@@ -136,18 +136,16 @@ impl Target for CimMlcTarget {
         cancel: &AtomicBool,
     ) -> Triaged<Self> {
         let mut t = minimize(self, case, cause, budget, cancel);
-        if cause.signature.kind == Kind::Crash
-            && t.evidence.reproduced
-            && self.cases.probe_input(&t.case, &mut t.evidence.run)
-        {
-            if let Some(signature) = t.evidence.run.signatures().into_iter().next() {
-                t.evidence.signature = signature.clone();
-                t.cause = Cause {
-                    signature,
-                    localized: true,
-                    also: Vec::new(),
-                };
-            }
+        if cause.signature.kind != Kind::Crash || !t.evidence.reproduced {
+            return t;
+        }
+        if let Some(signature) = self.cases.probe_input(&t.case, &mut t.evidence.run) {
+            t.evidence.signature = signature.clone();
+            t.cause = Cause {
+                signature,
+                localized: true,
+                also: Vec::new(),
+            };
         }
         t
     }
