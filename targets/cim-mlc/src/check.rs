@@ -794,6 +794,17 @@ mod tests {
         }
     }
 
+    /// The first finding's signature of a check of one strict level.
+    fn signed(l: Level, verdict: Verdict) -> Signature {
+        Check {
+            levels: vec![level(l, &[], verdict)],
+        }
+        .outcomes()[0]
+            .signature
+            .clone()
+            .unwrap()
+    }
+
     fn fault(at: MetaOp) -> Verdict {
         Verdict::Fault {
             kind: "read-never-written".into(),
@@ -866,40 +877,22 @@ mod tests {
 
     #[test]
     fn a_wrong_value_and_a_fault_of_one_place_name_it_alike_and_a_moved_line_changes_nothing() {
-        let a = Check {
-            levels: vec![level(
-                Level::Core,
-                &[],
-                wrong(Some(op(2, "Mov", Some(SITE)))),
-            )],
-        }
-        .outcomes();
-        let b = Check {
-            levels: vec![level(Level::Core, &[], fault(op(9, "Mov", Some(SITE))))],
-        }
-        .outcomes();
-        let (a, b) = (
-            a[0].signature.clone().unwrap(),
-            b[0].signature.clone().unwrap(),
-        );
+        let a = signed(Level::Core, wrong(Some(op(2, "Mov", Some(SITE)))));
+        let b = signed(Level::Core, fault(op(9, "Mov", Some(SITE))));
         assert_eq!((a.kind, b.kind), (Kind::Mismatch, Kind::Fault));
         assert_eq!(a.detail, "Mov of codegen/CoreWise.py:process_conv_node_cm");
         assert!(b.detail.ends_with(&a.detail));
         assert!(is_localized(&a) && is_localized(&b));
         // The same meta-operator made one line lower (a patch above it) signs alike.
-        let moved = Check {
-            levels: vec![level(
-                Level::Core,
-                &[],
-                wrong(Some(op(
-                    2,
-                    "Mov",
-                    Some("codegen/CoreWise.py:98 (process_conv_node_cm)"),
-                ))),
-            )],
-        }
-        .outcomes();
-        assert_eq!(moved[0].signature.as_ref(), Some(&a));
+        let moved = signed(
+            Level::Core,
+            wrong(Some(op(
+                2,
+                "Mov",
+                Some("codegen/CoreWise.py:98 (process_conv_node_cm)"),
+            ))),
+        );
+        assert_eq!(moved, a);
     }
 
     #[test]
@@ -918,14 +911,8 @@ mod tests {
             levels: vec![level(Level::Core, &[], never)],
         }
         .outcomes();
-        let read = Check {
-            levels: vec![level(Level::Core, &[], fault(op(9, "Relu", Some(SITE))))],
-        }
-        .outcomes();
-        let (sig, read) = (
-            out[0].signature.clone().unwrap(),
-            read[0].signature.clone().unwrap(),
-        );
+        let read = signed(Level::Core, fault(op(9, "Relu", Some(SITE))));
+        let sig = out[0].signature.clone().unwrap();
         assert_eq!(
             sig.to_string(),
             "mismatch: read-never-written at Relu of codegen/CoreWise.py:process_conv_node_cm"
@@ -943,11 +930,7 @@ mod tests {
 
     #[test]
     fn without_an_origin_a_failure_is_signed_by_level_and_meta_operator() {
-        let out = Check {
-            levels: vec![level(Level::Wordline, &[], fault(op(4, "load", None)))],
-        }
-        .outcomes();
-        let sig = out[0].signature.clone().unwrap();
+        let sig = signed(Level::Wordline, fault(op(4, "load", None)));
         assert_eq!(
             sig.to_string(),
             "fault: wordline: read-never-written in load"
