@@ -48,6 +48,16 @@ pub struct Made {
     pub text: String,
 }
 
+/// The signature detail of a fault of `kind` localized to `place` (`Mov of
+/// codegen/CoreWise.py:process_conv_node_cm`): the one form of a fault at a meta-operator, of
+/// one blamed on its source, and of an element no line wrote (`check`), so the three merge.
+pub fn fault_at(kind: &str, place: &str) -> String {
+    format!("{kind} at {place}")
+}
+
+/// The kind name of a read of what nothing wrote (`FaultKind::ReadNeverWritten`).
+pub const READ_NEVER_WRITTEN: &str = "read-never-written";
+
 /// The cause of `fault` when CIM-MLC's state puts it elsewhere than the faulting meta-operator
 /// (see the module docs); `made_by(line, node)` describes the meta-operator of a flow line.
 pub fn blame(
@@ -131,7 +141,7 @@ fn unwritten_source(
         // Signed as if the meta-operator had faulted itself: the place to fix is the same
         // (a conv's trailing `Mov` that moves its result off shows both ways).
         let cause = match by.place {
-            Some(place) => format!("read-never-written at {place}"),
+            Some(place) => fault_at(READ_NEVER_WRITTEN, &place),
             None => format!("{level}: read-never-written in {}", by.name),
         };
         return Blame { cause, why };
@@ -179,4 +189,21 @@ fn mapped_past(chip: &Chip<'_>, core: i64, cores: usize) -> Option<Blame> {
                 ),
             })
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_kind_name_is_the_machines() {
+        assert_eq!(
+            READ_NEVER_WRITTEN,
+            FaultKind::ReadNeverWritten { addr: 0 }.name()
+        );
+        assert_eq!(
+            fault_at(READ_NEVER_WRITTEN, "Mov of codegen/CoreWise.py:f"),
+            "read-never-written at Mov of codegen/CoreWise.py:f"
+        );
+    }
 }

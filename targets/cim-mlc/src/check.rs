@@ -28,7 +28,7 @@ use serde::{Deserialize, Serialize};
 use pimdiff_engine::finding::{Kind, Signature};
 
 use crate::arch::Level;
-use crate::blame::{blame, Blame, Made};
+use crate::blame::{blame, fault_at, Blame, Made, READ_NEVER_WRITTEN};
 use crate::data::NetData;
 use crate::data::{bias_name, weight_name, INPUT};
 use crate::driver::Output;
@@ -536,7 +536,7 @@ fn level_failure(l: &LevelCheck) -> (Kind, String, String) {
                 Some(b) => b.cause.clone(),
                 None => at
                     .cause()
-                    .map(|place| format!("{kind} at {place}"))
+                    .map(|place| fault_at(kind, &place))
                     .unwrap_or_else(|| format!("{level}: {kind} in {}", at.name)),
             },
             format!(
@@ -564,7 +564,7 @@ fn level_failure(l: &LevelCheck) -> (Kind, String, String) {
                 // An element its node never wrote: the place a read of it faults at.
                 (_, Some(by)) if by.origin.is_some() && *unwritten => by
                     .cause()
-                    .map(|place| format!("read-never-written at {place}"))
+                    .map(|place| fault_at(READ_NEVER_WRITTEN, &place))
                     .unwrap_or_default(),
                 (_, Some(by)) if by.origin.is_some() => by.cause().unwrap_or_default(),
                 (Some(op), Some(_)) if *unwritten => {
